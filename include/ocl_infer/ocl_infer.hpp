@@ -1,0 +1,182 @@
+// ocl-infer public API: the one header an application includes.
+//
+// A Session loads an ONNX model, plans it for the shapes of the inputs it is fed, and runs it on
+// one OpenCL device. Everything that can go wrong is reported by throwing ocl_infer::Error (or one
+// of its subclasses); nothing in the library aborts or exits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ocl_infer {
+
+// ---------------------------------------------------------------------------------------------
+// Errors. Every message is one line that names what was wrong (and the node, when there is one).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// The model file is missing, not ONNX, truncated, inconsistent or refers to absent values.
+class ModelError : public Error {
+ public:
+  using Error::Error;
+};
+// The model uses operators (or attributes) this runtime does not implement; the message lists all.
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+// The caller fed an input of the wrong name, rank, shape or dtype, or a bad option.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+// An OpenCL call failed (the message names the call and the CL error), no device exists, or the
+// device ran out of memory.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+// An OpenCL program failed to build; the message includes the build log.
+class KernelBuildError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Element types, numbered as in ONNX's TensorProto.DataType.
+enum class DType : int32_t {
+  Undefined = 0,
+  Float32 = 1,
+  UInt8 = 2,
+  Int8 = 3,
+  UInt16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Float64 = 11,
+  UInt32 = 12,
+  UInt64 = 13,
+};
+
+// Bytes per element; 0 for Undefined and String.
+size_t dtype_size(DType t);
+// ONNX-style lower-case name ("float32", "int64", ...).
+const char* dtype_name(DType t);
+
+// A dense, row-major tensor in host memory. Owns its bytes.
+struct Tensor {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  Tensor() = default;
+  Tensor(DType t, std::vector<int64_t> s);  // zero-filled
+  int64_t numel() const;
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+};
+
+// "[1,3,224,224]"; a negative dim prints as its symbolic name when given, else "?".
+std::string shape_to_string(const std::vector<int64_t>& shape);
+
+// ---------------------------------------------------------------------------------------------
+// Devices.
+struct DeviceInfo {
+  int index = 0;  // position in list_devices(), usable as SessionOptions::device
+  std::string name, vendor, platform, driver_version, device_version, opencl_c_version;
+  std::string type;  // "GPU", "CPU", "ACCELERATOR" or "OTHER"
+  uint64_t global_mem_bytes = 0;
+  uint64_t max_alloc_bytes = 0;
+  uint32_t compute_units = 0;
+};
+
+// Every OpenCL device of every platform. Throws DeviceError when no platform is installed.
+std::vector<DeviceInfo> list_devices();
+
+enum class Precision { Float32 };
+
+struct SessionOptions {
+  // "" picks the first GPU or accelerator, else the first CPU device. A decimal number picks that
+  // index of list_devices(); anything else picks the first device whose name contains it
+  // (case-insensitive).
+  std::string device;
+  Precision precision = Precision::Float32;
+  // Directory for compiled-kernel binaries; "" = $OCL_INFER_CACHE_DIR, else $XDG_CACHE_HOME/ocl-infer,
+  // else ~/.cache/ocl-infer. "off" disables the disk cache.
+  std::string cache_dir;
+  // Receives progress and diagnostics (device chosen, compile progress); may be empty.
+  std::function<void(const std::string&)> log;
+};
+
+// Name, element type and shape of a model input or output. Dims that the model leaves open are -1
+// and carry their symbolic name in dim_names (empty string when unnamed).
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_names;
+};
+
+// Measured start-up costs of a session, milliseconds.
+struct SessionStats {
+  double load_ms = 0;         // parsing the model file
+  double plan_ms = 0;         // last shape inference + kernel selection + buffer allocation
+  double compile_ms = 0;      // program builds (included in plan_ms)
+  int programs_built = 0;     // compiled from source
+  int programs_cached = 0;    // loaded from the disk cache
+  int kernel_launches = 0;    // per inference in the current plan
+};
+
+class Session {
+ public:
+  // Throws ModelError / UnsupportedError / DeviceError.
+  static Session from_file(const std::string& path, const SessionOptions& options = {});
+  static Session from_memory(const void* data, size_t size, const SessionOptions& options = {},
+                             const std::string& model_dir = "");
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  const DeviceInfo& device() const;
+
+  // Runs the model. `inputs` must hold every model input by name; the session re-plans when an
+  // input's shape (or the value of a shape-determining input) differs from the last run. Returns
+  // every model output by name, in host memory. Throws InputError for bad inputs.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  // Human-readable dumps of the pipeline stages for the last-planned shapes ("graph", "plan").
+  std::string dump(const std::string& what) const;
+
+  const SessionStats& stats() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads a serialized ONNX TensorProto file (the .pb files of the ONNX test data). Throws
+// InputError when the file is unreadable or malformed.
+Tensor read_tensor_proto(const std::string& path);
+
+const char* version();
+
+}  // namespace ocl_infer

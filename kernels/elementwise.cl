@@ -1,0 +1,244 @@
+// Elementwise unary, binary and ternary operators, generic over element types.
+//
+// Build options pick the types and the operator:
+//   -DTA=float [-DTB=.. -DTC=..] -DTO=float   element types of inputs and output
+//   -DOP_<NAME>                                the operator (see the tables below)
+//   -DALPHA=.. -DBETA=.. -DGAMMA=..            operator parameters, as float literals
+//   -DIDX_A=0|1|2 (IDX_B, IDX_C)               how an input is indexed: 0 same shape as the output,
+//                                              1 a single element, 2 broadcast through strides
+//   -DNDIM=n                                   rank used by broadcast indexing
+//   -DTO_INT                                   output is an integer/bool type
+//   -DUSE_FP64                                 a double is involved
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#ifndef TB
+#define TB TA
+#endif
+#ifndef TC
+#define TC TA
+#endif
+#ifndef NDIM
+#define NDIM 1
+#endif
+#ifndef ALPHA
+#define ALPHA 0.0f
+#endif
+#ifndef BETA
+#define BETA 0.0f
+#endif
+#ifndef GAMMA
+#define GAMMA 0.0f
+#endif
+
+#define MAXV(a, b) ((a) > (b) ? (a) : (b))
+#define MINV(a, b) ((a) < (b) ? (a) : (b))
+
+// Float math happens in float unless a double is involved.
+#ifdef USE_FP64
+typedef double real;
+#else
+typedef float real;
+#endif
+
+// ---- unary: y = F(x) ----
+#if defined(OP_RELU)
+#define F(x) MAXV(x, (TA)0)
+#elif defined(OP_NEG)
+#define F(x) (-(x))
+#elif defined(OP_ABS)
+#define F(x) ((x) < (TA)0 ? -(x) : (x))
+#elif defined(OP_EXP)
+#define F(x) exp(x)
+#elif defined(OP_LOG)
+#define F(x) log(x)
+#elif defined(OP_SQRT)
+#define F(x) sqrt(x)
+#elif defined(OP_RECIPROCAL)
+#define F(x) ((TA)1 / (x))
+#elif defined(OP_FLOOR)
+#define F(x) floor(x)
+#elif defined(OP_CEIL)
+#define F(x) ceil(x)
+#elif defined(OP_ROUND)
+#define F(x) rint(x)  // round half to even, as ONNX requires
+#elif defined(OP_SIGN)
+#define F(x) ((x) > (TA)0 ? (TA)1 : ((x) < (TA)0 ? (TA)-1 : (TA)0))
+#elif defined(OP_SIGMOID)
+// Written with exp(-|x|) so that neither branch overflows.
+#define F(x) ((x) >= 0 ? (TA)1 / ((TA)1 + exp(-(x))) : exp(x) / ((TA)1 + exp(x)))
+#elif defined(OP_TANH)
+#define F(x) tanh(x)
+#elif defined(OP_ERF)
+#define F(x) erf(x)
+#elif defined(OP_SOFTPLUS)
+// log(1+e^x) without overflow for large x.
+#define F(x) ((x) > (TA)0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
+#elif defined(OP_SOFTSIGN)
+#define F(x) ((x) / ((TA)1 + fabs(x)))
+#elif defined(OP_LEAKYRELU)
+#define F(x) ((x) < (TA)0 ? (TA)(ALPHA) * (x) : (x))
+#elif defined(OP_ELU)
+#define F(x) ((x) < (TA)0 ? (TA)(ALPHA) * (exp(x) - (TA)1) : (x))
+#elif defined(OP_CELU)
+#define F(x) (MAXV((TA)0, x) + MINV((TA)0, (TA)(ALPHA) * (exp((x) / (TA)(ALPHA)) - (TA)1)))
+#elif defined(OP_SELU)
+#define F(x) ((x) <= (TA)0 ? (TA)(GAMMA) * ((TA)(ALPHA) * exp(x) - (TA)(ALPHA)) : (TA)(GAMMA) * (x))
+#elif defined(OP_HARDSIGMOID)
+#define F(x) MAXV((TA)0, MINV((TA)1, (TA)(ALPHA) * (x) + (TA)(BETA)))
+#elif defined(OP_HARDSWISH)
+#define F(x) ((x) * MAXV((TA)0, MINV((TA)1, (x) / (TA)6 + (TA)0.5)))
+#elif defined(OP_THRESHOLDEDRELU)
+#define F(x) ((x) > (TA)(ALPHA) ? (x) : (TA)0)
+#elif defined(OP_NOT)
+#define F(x) (!(x))
+#elif defined(OP_SIN)
+#define F(x) sin(x)
+#elif defined(OP_COS)
+#define F(x) cos(x)
+#elif defined(OP_TAN)
+#define F(x) tan(x)
+#elif defined(OP_ASIN)
+#define F(x) asin(x)
+#elif defined(OP_ACOS)
+#define F(x) acos(x)
+#elif defined(OP_ATAN)
+#define F(x) atan(x)
+#elif defined(OP_SINH)
+#define F(x) sinh(x)
+#elif defined(OP_COSH)
+#define F(x) cosh(x)
+#elif defined(OP_ASINH)
+#define F(x) asinh(x)
+#elif defined(OP_ACOSH)
+#define F(x) acosh(x)
+#elif defined(OP_ATANH)
+#define F(x) atanh(x)
+#elif defined(OP_ISNAN)
+#define F(x) isnan(x)
+#elif defined(OP_ISINF)
+#define F(x) (isinf(x) && (((x) > 0 && ALPHA != 0) || ((x) < 0 && BETA != 0)))
+#elif defined(OP_CAST_BOOL)
+#define F(x) ((x) != (TA)0)
+#elif defined(OP_CAST)
+#define F(x) (x)
+#elif defined(OP_CLIP_CONST)
+#define F(x) MINV(MAXV(x, (TA)(ALPHA)), (TA)(BETA))
+#elif defined(OP_SCALE)
+#define F(x) ((x) * (TA)(ALPHA))
+#endif
+
+// ---- binary: y = G(a, b) ----
+#if defined(OP_ADD)
+#define G(a, b) ((a) + (b))
+#elif defined(OP_SUB)
+#define G(a, b) ((a) - (b))
+#elif defined(OP_MUL)
+#define G(a, b) ((a) * (b))
+#elif defined(OP_DIV)
+#define G(a, b) ((a) / (b))
+#elif defined(OP_POW)
+#ifdef TO_INT
+#define G(a, b) rint(pow((real)(a), (real)(b)))
+#else
+#define G(a, b) pow((real)(a), (real)(b))
+#endif
+#elif defined(OP_MIN)
+#define G(a, b) (isnan((real)(a)) ? (a) : ((a) < (b) || isnan((real)(b)) ? (a) : (b)))
+#elif defined(OP_MAX)
+#define G(a, b) (isnan((real)(a)) ? (a) : ((a) > (b) || isnan((real)(b)) ? (a) : (b)))
+#elif defined(OP_EQUAL)
+#define G(a, b) ((a) == (b))
+#elif defined(OP_LESS)
+#define G(a, b) ((a) < (b))
+#elif defined(OP_LESSOREQUAL)
+#define G(a, b) ((a) <= (b))
+#elif defined(OP_GREATER)
+#define G(a, b) ((a) > (b))
+#elif defined(OP_GREATEROREQUAL)
+#define G(a, b) ((a) >= (b))
+#elif defined(OP_AND)
+#define G(a, b) ((a) && (b))
+#elif defined(OP_OR)
+#define G(a, b) ((a) || (b))
+#elif defined(OP_XOR)
+#define G(a, b) ((a) != (b))
+#elif defined(OP_PRELU)
+#define G(a, b) ((a) < (TA)0 ? (a) * (b) : (a))
+#elif defined(OP_MOD_INT)
+// Python-style modulo: the result has the divisor's sign.
+#define G(a, b) ((((a) % (b)) != 0 && (((a) % (b)) < 0) != ((b) < 0)) ? ((a) % (b)) + (b) : ((a) % (b)))
+#elif defined(OP_MOD_TRUNC)
+#define G(a, b) ((a) % (b))
+#elif defined(OP_FMOD)
+#define G(a, b) fmod(a, b)
+#elif defined(OP_BITSHIFT_LEFT)
+#define G(a, b) ((a) << (b))
+#elif defined(OP_BITSHIFT_RIGHT)
+#define G(a, b) ((a) >> (b))
+#endif
+
+// ---- ternary: y = H(a, b, c) ----
+#if defined(OP_WHERE)
+#define H(a, b, c) ((a) ? (b) : (c))
+#elif defined(OP_CLIP)
+#define H(a, b, c) MINV(MAXV(a, b), c)
+#endif
+
+// Broadcast indexing: meta holds NDIM output dims, then NDIM strides per input (0 on broadcast
+// dims).
+inline long strided_index(long i, __global const long* meta, int which) {
+  long idx = 0;
+  for (int d = NDIM - 1; d >= 0; --d) {
+    long n = meta[d];
+    long c = i % n;
+    i /= n;
+    idx += c * meta[NDIM * (which + 1) + d];
+  }
+  return idx;
+}
+
+#define INDEX(mode, i, which) ((mode) == 0 ? (i) : ((mode) == 1 ? 0 : strided_index(i, meta, which)))
+
+#ifndef IDX_A
+#define IDX_A 0
+#endif
+#ifndef IDX_B
+#define IDX_B 0
+#endif
+#ifndef IDX_C
+#define IDX_C 0
+#endif
+
+#ifdef F
+__kernel void ew_unary(__global const TA* a, __global TO* y, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  TA x = a[i];
+  y[i] = (TO)(F(x));
+}
+#endif
+
+#ifdef G
+__kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO* y,
+                        __global const long* meta, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  TA x = a[INDEX(IDX_A, i, 0)];
+  TB z = b[INDEX(IDX_B, i, 1)];
+  y[i] = (TO)(G(x, z));
+}
+#endif
+
+#ifdef H
+__kernel void ew_ternary(__global const TA* a, __global const TB* b, __global const TC* c,
+                         __global TO* y, __global const long* meta, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  TA x = a[INDEX(IDX_A, i, 0)];
+  TB u = b[INDEX(IDX_B, i, 1)];
+  TC v = c[INDEX(IDX_C, i, 2)];
+  y[i] = (TO)(H(x, u, v));
+}
+#endif

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Exports small torchvision classifiers with random weights as ONNX test models.
+
+For each model NAME in resnet18, mobilenet_v2, squeezenet1_1 this writes, under --out:
+  NAME.onnx         opset 13, input "input" [batch,3,224,224] float32, output "logits" [batch,1000];
+                    the batch dimension is symbolic ("batch"). BatchNormalization stays a node of its
+                    own (it is not folded into the preceding Conv), so the runtime's BN path and its
+                    Conv+BN fusion both get exercised.
+  NAME.input.npy    a fixed N(0,1) input, float32 [1,3,224,224]
+  NAME.output.npy   PyTorch's output for it, float32 [1,1000]
+
+Weights are torchvision's default initialisation under a fixed seed; BatchNorm statistics and affine
+parameters are randomised (an identity BN would hide bugs in the runtime's BN). A model whose three
+files exist is skipped unless --force. When onnxruntime is importable the exported graph is run on the
+input and compared with PyTorch's output, so the golden files describe the ONNX graph, not just torch.
+
+Run with a python that sees Debian's python3-torch / python3-torchvision / python3-onnx
+(models/install_deps.sh sets one up).
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torchvision
+
+MODELS = ("resnet18", "mobilenet_v2", "squeezenet1_1")
+OPSET = 13
+SEED = 20240601
+INPUT_SHAPE = (1, 3, 224, 224)
+
+
+def build_model(name: str, seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    randomize_zero_biases(model, generator)
+    calibrate_batchnorm(model, generator)
+    normalize_classifier(model, generator)
+    return model
+
+
+def randomize_zero_biases(model: torch.nn.Module, generator: torch.Generator) -> None:
+    """Replaces all-zero Conv/Linear biases (squeezenet's initialisation) with N(0, 0.1).
+
+    A zero bias tests nothing, and the exporter shares identical initializers through Identity
+    nodes, which would make the graph less typical.
+    """
+    with torch.no_grad():
+        for module in model.modules():
+            bias = getattr(module, "bias", None)
+            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)) and bias is not None \
+                    and not bias.any():
+                bias.copy_(torch.randn(bias.shape, generator=generator) * 0.1)
+
+
+def calibrate_batchnorm(model: torch.nn.Module, generator: torch.Generator) -> None:
+    """Gives every BatchNorm2d random, non-identity parameters and statistics near the real ones.
+
+    Running statistics are set from the batch statistics each BN sees on random inputs, then
+    perturbed (mean += N(0, 0.1) * std, var *= U(0.5, 1.5)); weight ~ U(0.5, 1.5), bias ~ N(0, 0.1).
+    Plain random statistics (mean ~ N(0, 0.1), var ~ U(0.5, 1.5)) do not track the activations of
+    an untrained network: in mobilenet_v2 they saturate every ReLU6 and the logits stop depending
+    on the input. Pre-hooks run in graph order, so one forward pass calibrates each BN on the
+    output of the already-calibrated layers before it.
+    """
+
+    def set_statistics(module, inputs):
+        x = inputs[0]
+        n = module.num_features
+        mean = x.mean(dim=(0, 2, 3))
+        var = x.var(dim=(0, 2, 3))
+        module.running_mean.copy_(mean + torch.randn(n, generator=generator) * 0.1 * var.sqrt())
+        module.running_var.copy_(var * (torch.rand(n, generator=generator) + 0.5) + module.eps)
+        module.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+        module.bias.copy_(torch.randn(n, generator=generator) * 0.1)
+
+    handles = [m.register_forward_pre_hook(set_statistics)
+               for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    with torch.no_grad():
+        model(torch.randn(8, *INPUT_SHAPE[1:], generator=generator))
+    for handle in handles:
+        handle.remove()
+
+
+def normalize_classifier(model: torch.nn.Module, generator: torch.Generator) -> None:
+    """Standardises each class's pre-activation in the last layer, then scales the logits to O(1).
+
+    Post-ReLU features of an untrained network share a large positive mean, and its classes differ
+    in weight norm; either makes one class win for every input. Giving each class zero mean and unit
+    variance over random inputs makes the top-1 class depend on the input, also for squeezenet,
+    whose last layer is a 1x1 Conv followed by ReLU and average pooling. The final scale keeps the
+    logits O(1), so that comparing them with a tolerance means something.
+    """
+    last = [m for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))][-1]
+    captured = []
+
+    def capture(module, inputs, output):
+        captured.append(output.clone())  # squeezenet applies an in-place ReLU to this output
+
+    handle = last.register_forward_hook(capture)
+    batch = torch.randn(16, *INPUT_SHAPE[1:], generator=generator)
+    with torch.no_grad():
+        model(batch)
+        handle.remove()
+        z = captured[0]
+        if z.dim() == 4:  # per class over batch and positions
+            z = z.permute(0, 2, 3, 1).reshape(-1, z.shape[1])
+        mean, std = z.mean(dim=0), z.std(dim=0)
+        shape = (-1,) + (1,) * (last.weight.dim() - 1)
+        last.weight /= std.reshape(shape)
+        last.bias.copy_((last.bias - mean) / std)
+        # Positive scaling commutes with squeezenet's ReLU and average pooling.
+        scale = 2.0 / model(batch).std()
+        last.weight *= scale
+        last.bias *= scale
+
+
+def export(model: torch.nn.Module, example: torch.Tensor, path: str) -> None:
+    tmp = path + ".tmp"
+    # PRESERVE with the model in eval mode exports inference-mode BatchNormalization but skips the
+    # exporter's eval-only peephole pass, which is what folds BN into the preceding Conv.
+    torch.onnx.export(
+        model,
+        example,
+        tmp,
+        opset_version=OPSET,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+        training=torch.onnx.TrainingMode.PRESERVE,
+        do_constant_folding=False,
+    )
+    os.replace(tmp, path)
+
+
+def check_outputs(name: str, model: torch.nn.Module, output: np.ndarray, seed: int) -> None:
+    """Fails unless the logits are finite, of a sane size, and the top-1 class depends on the input."""
+    peak = float(np.abs(output).max())
+    if not np.isfinite(output).all() or not 1e-3 < peak < 1e4:
+        sys.exit(f"{name}: degenerate output, max|logit| = {peak}")
+    generator = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        batch = torch.randn(8, *INPUT_SHAPE[1:], generator=generator)
+        top1 = model(batch).argmax(dim=1).tolist()
+    if len(set(top1)) < 2:
+        sys.exit(f"{name}: top-1 class is {top1[0]} for every random input")
+
+
+def check_with_onnxruntime(path: str, x: np.ndarray, expected: np.ndarray) -> str:
+    try:
+        import onnxruntime
+    except ImportError:
+        return "onnxruntime not installed, not cross-checked"
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input": x})[0]
+    # Batch 2 also proves the symbolic batch dimension really is symbolic.
+    got2 = session.run(None, {"input": np.concatenate([x, x])})[0]
+    err = max(float(np.abs(got - expected).max()), float(np.abs(got2[1:] - expected).max()))
+    scale = float(np.abs(expected).max())
+    if err > 1e-4 * max(1.0, scale):
+        sys.exit(f"{path}: onnxruntime differs from torch by {err} (max|logit| {scale})")
+    return f"onnxruntime max abs diff {err:.2e}"
+
+
+def count_ops(path: str) -> dict:
+    counts = {}
+    for node in onnx.load(path).graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--force", action="store_true", help="re-export models whose files exist")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(1)  # the build machine is shared with a C++ build
+
+    for name in args.models:
+        stem = os.path.join(args.out, name)
+        paths = [stem + ".onnx", stem + ".input.npy", stem + ".output.npy"]
+        if not args.force and all(os.path.exists(p) for p in paths):
+            print(f"{name}: up to date")
+            continue
+
+        seed = SEED + 100 * MODELS.index(name)
+        model = build_model(name, seed)
+        x = torch.randn(INPUT_SHAPE, generator=torch.Generator().manual_seed(seed + 3))
+        with torch.no_grad():
+            y = model(x).numpy().astype(np.float32)
+        check_outputs(name, model, y, seed)
+
+        export(model, x, paths[0])
+        onnx.checker.check_model(onnx.load(paths[0]))
+        np.save(paths[1], x.numpy().astype(np.float32))
+        np.save(paths[2], y)
+
+        ops = count_ops(paths[0])
+        bn = ops.get("BatchNormalization", 0)
+        if name == "resnet18" and bn == 0:
+            sys.exit(f"{paths[0]}: BatchNormalization nodes were folded away")
+        verdict = check_with_onnxruntime(paths[0], x.numpy(), y)
+        for p in paths:
+            print(f"wrote {p}")
+        top2 = np.sort(y[0])[-2:]
+        print(f"  {name}: {sum(ops.values())} nodes, {bn} BatchNormalization, "
+              f"max|logit| {np.abs(y).max():.3g}, top-1 {int(y.argmax())} "
+              f"(lead over top-2 {top2[1] - top2[0]:.3g}); {verdict}")
+
+
+if __name__ == "__main__":
+    main()

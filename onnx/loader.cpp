@@ -1,0 +1,365 @@
+#include "onnx/loader.hpp"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "onnx/onnx.pb.h"
+
+namespace oi {
+
+using ocl_infer::ModelError;
+
+namespace {
+
+bool known_dtype(int t) {
+  switch (static_cast<DType>(t)) {
+    case DType::Float32: case DType::UInt8: case DType::Int8: case DType::UInt16:
+    case DType::Int16: case DType::Int32: case DType::Int64: case DType::Bool:
+    case DType::Float16: case DType::Float64: case DType::UInt32: case DType::UInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ModelError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw ModelError("cannot read " + what + " '" + path + "'");
+  return ss.str();
+}
+
+// Copies `count` elements of a typed repeated field into t, converting to t's element type.
+template <typename Dst, typename Field>
+void copy_field(const Field& f, Tensor& t) {
+  Dst* d = t.data<Dst>();
+  for (int i = 0; i < f.size(); ++i) d[i] = static_cast<Dst>(f.Get(i));
+}
+
+Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir) {
+  const std::string& name = tp.name();
+  auto bad = [&](const std::string& msg) -> ModelError {
+    return ModelError("tensor '" + name + "': " + msg);
+  };
+  if (!known_dtype(tp.data_type())) {
+    if (tp.data_type() == onnx::TensorProto::STRING)
+      throw ocl_infer::UnsupportedError("tensor '" + name + "': string tensors are not supported");
+    throw bad("unsupported or invalid data type " + std::to_string(tp.data_type()));
+  }
+  Tensor t;
+  t.dtype = static_cast<DType>(tp.data_type());
+  double total = 1;
+  for (auto d : tp.dims()) {
+    if (d < 0) throw bad("negative dimension " + std::to_string(d));
+    total *= static_cast<double>(d);
+    t.shape.push_back(d);
+  }
+  if (total * ocl_infer::dtype_size(t.dtype) > static_cast<double>(1ll << 36))
+    throw bad("absurd size " + ocl_infer::shape_to_string(t.shape));
+  const int64_t n = t.numel();
+  const size_t esize = ocl_infer::dtype_size(t.dtype);
+  const size_t want = static_cast<size_t>(n) * esize;
+
+  std::string external;
+  const std::string* raw = nullptr;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (auto& kv : tp.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) throw bad("external data without a location");
+    if (model_dir.empty()) throw bad("external data '" + location + "' but the model has no folder");
+    if (location.find("..") != std::string::npos || location[0] == '/')
+      throw bad("external data location '" + location + "' escapes the model folder");
+    std::string all = read_file(model_dir + "/" + location, "external data file");
+    if (offset < 0 || static_cast<size_t>(offset) > all.size())
+      throw bad("external data offset beyond the end of '" + location + "'");
+    size_t len = length < 0 ? all.size() - offset : static_cast<size_t>(length);
+    if (offset + len > all.size()) throw bad("external data runs past the end of '" + location + "'");
+    external = all.substr(offset, len);
+    raw = &external;
+  } else if (tp.has_raw_data()) {
+    raw = &tp.raw_data();
+  }
+
+  t.bytes.assign(want, 0);
+  if (raw) {
+    if (raw->size() != want)
+      throw bad("raw data holds " + std::to_string(raw->size()) + " bytes but dims " +
+                ocl_infer::shape_to_string(t.shape) + " need " + std::to_string(want));
+    std::memcpy(t.bytes.data(), raw->data(), want);  // little-endian host, as ONNX specifies
+    return t;
+  }
+  auto check = [&](int got) {
+    if (got != n)
+      throw bad("holds " + std::to_string(got) + " elements but dims " +
+                ocl_infer::shape_to_string(t.shape) + " need " + std::to_string(n));
+  };
+  switch (t.dtype) {
+    case DType::Float32: check(tp.float_data_size()); copy_field<float>(tp.float_data(), t); break;
+    case DType::Float64: check(tp.double_data_size()); copy_field<double>(tp.double_data(), t); break;
+    case DType::Int64: check(tp.int64_data_size()); copy_field<int64_t>(tp.int64_data(), t); break;
+    case DType::UInt32: case DType::UInt64:
+      check(tp.uint64_data_size());
+      if (t.dtype == DType::UInt32) copy_field<uint32_t>(tp.uint64_data(), t);
+      else copy_field<uint64_t>(tp.uint64_data(), t);
+      break;
+    case DType::Int32: check(tp.int32_data_size()); copy_field<int32_t>(tp.int32_data(), t); break;
+    case DType::Int16: check(tp.int32_data_size()); copy_field<int16_t>(tp.int32_data(), t); break;
+    case DType::UInt16: check(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
+    case DType::Float16: check(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
+    case DType::Int8: check(tp.int32_data_size()); copy_field<int8_t>(tp.int32_data(), t); break;
+    case DType::UInt8: case DType::Bool:
+      check(tp.int32_data_size());
+      copy_field<uint8_t>(tp.int32_data(), t);
+      break;
+    default:
+      throw bad("unsupported data type");
+  }
+  return t;
+}
+
+void convert_type(const onnx::ValueInfoProto& vi, Value& v) {
+  if (!vi.has_type() || !vi.type().has_tensor_type()) return;
+  const auto& tt = vi.type().tensor_type();
+  if (tt.has_elem_type() && known_dtype(tt.elem_type())) v.dtype = static_cast<DType>(tt.elem_type());
+  if (!tt.has_shape()) return;
+  v.shape.clear();
+  v.dim_names.clear();
+  bool all_known = true;
+  for (auto& d : tt.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      v.shape.push_back(d.dim_value());
+      v.dim_names.push_back("");
+    } else {
+      v.shape.push_back(-1);
+      v.dim_names.push_back(d.has_dim_param() ? d.dim_param() : "");
+      all_known = false;
+    }
+  }
+  v.shape_known = all_known;
+}
+
+Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& model_dir) {
+  Attribute r;
+  using A = onnx::AttributeProto;
+  auto type = a.type();
+  if (type == A::UNDEFINED) {  // very old models leave the type out
+    if (a.has_f()) type = A::FLOAT;
+    else if (a.has_i()) type = A::INT;
+    else if (a.has_s()) type = A::STRING;
+    else if (a.has_t()) type = A::TENSOR;
+    else if (a.floats_size()) type = A::FLOATS;
+    else if (a.ints_size()) type = A::INTS;
+    else if (a.strings_size()) type = A::STRINGS;
+  }
+  switch (type) {
+    case A::FLOAT: r.kind = Attribute::Kind::Float; r.f = a.f(); break;
+    case A::INT: r.kind = Attribute::Kind::Int; r.i = a.i(); break;
+    case A::STRING: r.kind = Attribute::Kind::String; r.s = a.s(); break;
+    case A::TENSOR:
+      r.kind = Attribute::Kind::Tensor;
+      r.t = std::make_shared<Tensor>(convert_tensor(a.t(), model_dir));
+      break;
+    case A::FLOATS:
+      r.kind = Attribute::Kind::Floats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      r.kind = Attribute::Kind::Ints;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      r.kind = Attribute::Kind::Strings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case A::GRAPH: case A::GRAPHS: r.kind = Attribute::Kind::Graph; break;
+    default: r.kind = Attribute::Kind::Other; break;
+  }
+  return r;
+}
+
+}  // namespace
+
+Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
+  if (size == 0) throw ModelError("the model file is empty");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw ModelError("the model is larger than 2 GB; store its weights as external data");
+  onnx::ModelProto mp;
+  {
+    google::protobuf::io::ArrayInputStream ais(data, static_cast<int>(size));
+    google::protobuf::io::CodedInputStream cis(&ais);
+    cis.SetRecursionLimit(64);
+    if (!mp.ParseFromCodedStream(&cis) || !cis.ConsumedEntireMessage())
+      throw ModelError("not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
+  }
+  if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
+    throw ModelError("not a valid ONNX model (no graph)");
+
+  Graph g;
+  g.ir_version = mp.ir_version();
+  g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
+  for (auto& os : mp.opset_import()) {
+    std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
+    g.opsets[dom] = static_cast<int>(os.version());
+  }
+  if (g.opsets.empty()) g.opsets[""] = 1;  // IR version 2 models have no opset_import
+  const auto& gp = mp.graph();
+
+  std::map<std::string, int> ids;
+  auto value_id = [&](const std::string& name) {
+    auto it = ids.find(name);
+    if (it != ids.end()) return it->second;
+    int id = g.add_value(name);
+    ids[name] = id;
+    return id;
+  };
+
+  // Initializers are constants; a model input that is also an initializer is a constant too.
+  for (auto& init : gp.initializer()) {
+    if (init.name().empty()) throw ModelError("an initializer has no name");
+    int id = value_id(init.name());
+    Value& v = g.values[id];
+    auto t = std::make_shared<Tensor>(convert_tensor(init, model_dir));
+    v.dtype = t->dtype;
+    v.shape = t->shape;
+    v.shape_known = true;
+    v.data = t;
+  }
+  for (auto& in : gp.input()) {
+    int id = value_id(in.name());
+    if (g.values[id].data) continue;
+    convert_type(in, g.values[id]);
+    if (!in.has_type() || !in.type().has_tensor_type())
+      throw ocl_infer::UnsupportedError("model input '" + in.name() + "' is not a tensor");
+    if (g.values[id].dtype == DType::Undefined)
+      throw ocl_infer::UnsupportedError("model input '" + in.name() + "' has an unsupported element type " +
+                                        std::to_string(in.type().tensor_type().elem_type()));
+    g.inputs.push_back(id);
+  }
+
+  std::set<std::string> produced;
+  for (int id : g.inputs) produced.insert(g.values[id].name);
+  for (auto& init : gp.initializer()) produced.insert(init.name());
+
+  // ONNX requires nodes in topological order; accept any order by sorting, and report cycles.
+  const int nn = gp.node_size();
+  std::vector<int> order;
+  {
+    std::map<std::string, int> producer_of;
+    for (int i = 0; i < nn; ++i)
+      for (auto& o : gp.node(i).output())
+        if (!o.empty()) {
+          if (producer_of.count(o) || produced.count(o))
+            throw ModelError("value '" + o + "' is produced more than once");
+          producer_of[o] = i;
+        }
+    std::vector<int> state(nn, 0);  // 0 new, 1 on stack, 2 done
+    for (int start = 0; start < nn; ++start) {
+      if (state[start]) continue;
+      std::vector<std::pair<int, int>> stack{{start, 0}};
+      state[start] = 1;
+      while (!stack.empty()) {
+        auto& [n, k] = stack.back();
+        const auto& np = gp.node(n);
+        if (k < np.input_size()) {
+          const std::string& in = np.input(k++);
+          if (in.empty() || produced.count(in)) continue;
+          auto it = producer_of.find(in);
+          if (it == producer_of.end()) {
+            std::string nm = np.name().empty() ? np.op_type() : np.name();
+            throw ModelError("node '" + nm + "' (" + np.op_type() + ") reads value '" + in +
+                             "', which no node, input or initializer defines");
+          }
+          int p = it->second;
+          if (state[p] == 1) throw ModelError("the graph has a cycle through value '" + in + "'");
+          if (state[p] == 0) {
+            state[p] = 1;
+            stack.push_back({p, 0});
+          }
+        } else {
+          state[n] = 2;
+          order.push_back(n);
+          stack.pop_back();
+        }
+      }
+    }
+  }
+
+  std::set<std::string> names;
+  for (int idx : order) {
+    const auto& np = gp.node(idx);
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name();
+    if (n.name.empty() || names.count(n.name)) n.name = n.op_type + "_" + std::to_string(idx);
+    names.insert(n.name);
+    for (auto& a : np.attribute()) {
+      if (a.name().empty()) throw ModelError("node '" + n.name + "' has an attribute without a name");
+      n.attrs[a.name()] = convert_attribute(a, model_dir);
+    }
+    for (auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_id(in));
+    for (auto& out : np.output()) {
+      if (out.empty()) {
+        n.outputs.push_back(-1);
+        continue;
+      }
+      int id = value_id(out);
+      g.values[id].producer = static_cast<int>(g.nodes.size());
+      n.outputs.push_back(id);
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  // Declared types of intermediate values are hints; shape inference recomputes them.
+  for (auto& out : gp.output()) {
+    auto it = ids.find(out.name());
+    if (it == ids.end())
+      throw ModelError("graph output '" + out.name() + "' is not produced by any node, input or initializer");
+    Value& v = g.values[it->second];
+    if (v.producer >= 0 && v.dtype == DType::Undefined) {
+      Value hint;
+      convert_type(out, hint);
+      v.dim_names = hint.dim_names;
+    }
+    g.outputs.push_back(it->second);
+  }
+  if (g.outputs.empty()) throw ModelError("the graph has no outputs");
+  return g;
+}
+
+Graph load_onnx_file(const std::string& path) {
+  std::string bytes = read_file(path, "model");
+  std::string dir = ".";
+  if (auto slash = path.find_last_of('/'); slash != std::string::npos) dir = path.substr(0, slash);
+  try {
+    return load_onnx(bytes.data(), bytes.size(), dir);
+  } catch (const ocl_infer::UnsupportedError& e) {
+    throw ocl_infer::UnsupportedError(path + ": " + e.what());
+  } catch (const ModelError& e) {
+    throw ModelError(path + ": " + e.what());
+  }
+}
+
+Tensor load_tensor_proto(const void* data, size_t size, std::string* name) {
+  onnx::TensorProto tp;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !tp.ParseFromArray(data, static_cast<int>(size)))
+    throw ModelError("not a valid TensorProto (protobuf parsing failed)");
+  if (name) *name = tp.name();
+  return convert_tensor(tp, "");
+}
+
+}  // namespace oi

@@ -1,0 +1,492 @@
+// Elementwise operators: one table row per ONNX op, all computed by kernels/elementwise.cl.
+#include "ops/elementwise.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "ops/host_math.hpp"
+
+namespace oi {
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  s += "f";
+  return v < 0 ? "(" + s + ")" : s;
+}
+
+std::string type_defines(const std::vector<std::pair<std::string, DType>>& names) {
+  std::string s;
+  bool fp64 = false;
+  for (auto& [n, t] : names) {
+    s += " -D" + n + "=" + cl_type(t);
+    fp64 |= t == DType::Float64;
+  }
+  if (fp64) s += " -DUSE_FP64";
+  return s;
+}
+
+void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vector<int>& inputs,
+                        int output, const std::string& defines) {
+  const Graph& g = ctx.graph();
+  const Value& out = g.values[output];
+  const int64_t n = numel(out.shape);
+  const int nd = std::max<int>(1, static_cast<int>(out.shape.size()));
+  static const char* tnames[] = {"TA", "TB", "TC"};
+  static const char* inames[] = {"IDX_A", "IDX_B", "IDX_C"};
+
+  std::vector<std::pair<std::string, DType>> types;
+  for (size_t k = 0; k < inputs.size(); ++k) types.push_back({tnames[k], g.values[inputs[k]].dtype});
+  types.push_back({"TO", out.dtype});
+  std::string opts = "-DOP_" + macro + type_defines(types) + " -DNDIM=" + std::to_string(nd);
+  if (!is_float(out.dtype)) opts += " -DTO_INT";
+  opts += defines;
+
+  // meta: output dims, then per input its strides with 0 on broadcast dims.
+  std::vector<int64_t> meta(out.shape.begin(), out.shape.end());
+  if (out.shape.empty()) meta.push_back(1);
+  bool any_strided = false;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Shape& s = g.values[inputs[k]].shape;
+    int mode = 2;
+    if (s == out.shape) mode = 0;
+    else if (numel(s) == 1) mode = 1;
+    opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
+    any_strided |= mode == 2;
+    Shape padded(nd - std::min<size_t>(nd, s.size()), 1);
+    padded.insert(padded.end(), s.begin(), s.end());
+    auto st = strides_of(padded);
+    for (int d = 0; d < nd; ++d) meta.push_back(padded[d] == 1 ? 0 : st[d]);
+  }
+  DeviceBuilder& dev = ctx.dev();
+  const size_t local = 64;
+  std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
+  if (n == 0) return;
+  cl_mem y = dev.buffer_of(output);
+  const std::string file = "elementwise";
+  if (inputs.size() == 1) {
+    ctx.launch(file, "ew_unary", opts, global, {local}, dev.buffer_of(inputs[0]), y, n);
+    return;
+  }
+  cl_mem m = dev.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
+  if (inputs.size() == 2)
+    ctx.launch(file, "ew_binary", opts, global, {local}, dev.buffer_of(inputs[0]),
+               dev.buffer_of(inputs[1]), y, m, n);
+  else
+    ctx.launch(file, "ew_ternary", opts, global, {local}, dev.buffer_of(inputs[0]),
+               dev.buffer_of(inputs[1]), dev.buffer_of(inputs[2]), y, m, n);
+}
+
+namespace {
+
+// ---- table ---------------------------------------------------------------------------------
+enum class Out { Same, Bool };
+enum class Accepts { Float, Numeric, Bool, Any, Integer };
+
+struct Param {
+  const char* attr;  // nullptr: unused
+  float def;
+};
+
+struct UnaryOp {
+  const char* onnx;
+  const char* macro;
+  Accepts accepts;
+  Out out;
+  Param alpha, beta, gamma;
+  double (*host)(double x, double alpha, double beta, double gamma);  // nullptr: device only
+};
+
+struct BinaryOp {
+  const char* onnx;
+  const char* macro;
+  Accepts accepts;
+  Out out;
+  double (*host_f)(double a, double b);
+  int64_t (*host_i)(int64_t a, int64_t b);  // nullptr: use host_f
+};
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+const UnaryOp kUnary[] = {
+    {"Relu", "RELU", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return x > 0 ? x : 0.0; }},
+    {"Neg", "NEG", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return -x; }},
+    {"Abs", "ABS", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::fabs(x); }},
+    {"Exp", "EXP", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::exp(x); }},
+    {"Log", "LOG", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::log(x); }},
+    {"Sqrt", "SQRT", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::sqrt(x); }},
+    {"Reciprocal", "RECIPROCAL", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return 1.0 / x; }},
+    {"Floor", "FLOOR", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::floor(x); }},
+    {"Ceil", "CEIL", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::ceil(x); }},
+    {"Round", "ROUND", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::nearbyint(x); }},
+    {"Sign", "SIGN", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return double((x > 0) - (x < 0)); }},
+    {"Sigmoid", "SIGMOID", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return sigmoid(x); }},
+    {"Tanh", "TANH", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::tanh(x); }},
+    {"Erf", "ERF", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::erf(x); }},
+    {"Softplus", "SOFTPLUS", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::log1p(std::exp(x)); }},
+    {"Softsign", "SOFTSIGN", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return x / (1 + std::fabs(x)); }},
+    {"LeakyRelu", "LEAKYRELU", Accepts::Float, Out::Same, {"alpha", 0.01f}, {}, {}, [](double x, double a, double, double) { return x < 0 ? a * x : x; }},
+    {"Elu", "ELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, [](double x, double a, double, double) { return x < 0 ? a * (std::exp(x) - 1) : x; }},
+    {"Celu", "CELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, nullptr},
+    {"Selu", "SELU", Accepts::Float, Out::Same, {"alpha", 1.67326319217681884765625f}, {}, {"gamma", 1.05070102214813232421875f}, nullptr},
+    {"HardSigmoid", "HARDSIGMOID", Accepts::Float, Out::Same, {"alpha", 0.2f}, {"beta", 0.5f}, {}, nullptr},
+    {"HardSwish", "HARDSWISH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"ThresholdedRelu", "THRESHOLDEDRELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, nullptr},
+    {"Not", "NOT", Accepts::Bool, Out::Same, {}, {}, {}, [](double x, double, double, double) { return double(x == 0); }},
+    {"Sin", "SIN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Cos", "COS", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Tan", "TAN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Asin", "ASIN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Acos", "ACOS", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Atan", "ATAN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Sinh", "SINH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Cosh", "COSH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Asinh", "ASINH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Acosh", "ACOSH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"Atanh", "ATANH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
+    {"IsNaN", "ISNAN", Accepts::Float, Out::Bool, {}, {}, {}, nullptr},
+    {"IsInf", "ISINF", Accepts::Float, Out::Bool, {"detect_positive", 1.0f}, {"detect_negative", 1.0f}, {}, nullptr},
+};
+
+const BinaryOp kBinary[] = {
+    {"Add", "ADD", Accepts::Numeric, Out::Same, [](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }},
+    {"Sub", "SUB", Accepts::Numeric, Out::Same, [](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; }},
+    {"Mul", "MUL", Accepts::Numeric, Out::Same, [](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; }},
+    {"Div", "DIV", Accepts::Numeric, Out::Same, [](double a, double b) { return a / b; }, [](int64_t a, int64_t b) { return b ? a / b : 0; }},
+    {"Pow", "POW", Accepts::Numeric, Out::Same, [](double a, double b) { return std::pow(a, b); }, nullptr},
+    {"Equal", "EQUAL", Accepts::Any, Out::Bool, [](double a, double b) { return double(a == b); }, [](int64_t a, int64_t b) -> int64_t { return a == b; }},
+    {"Less", "LESS", Accepts::Numeric, Out::Bool, [](double a, double b) { return double(a < b); }, [](int64_t a, int64_t b) -> int64_t { return a < b; }},
+    {"LessOrEqual", "LESSOREQUAL", Accepts::Numeric, Out::Bool, [](double a, double b) { return double(a <= b); }, [](int64_t a, int64_t b) -> int64_t { return a <= b; }},
+    {"Greater", "GREATER", Accepts::Numeric, Out::Bool, [](double a, double b) { return double(a > b); }, [](int64_t a, int64_t b) -> int64_t { return a > b; }},
+    {"GreaterOrEqual", "GREATEROREQUAL", Accepts::Numeric, Out::Bool, [](double a, double b) { return double(a >= b); }, [](int64_t a, int64_t b) -> int64_t { return a >= b; }},
+    {"And", "AND", Accepts::Bool, Out::Bool, [](double a, double b) { return double(a != 0 && b != 0); }, nullptr},
+    {"Or", "OR", Accepts::Bool, Out::Bool, [](double a, double b) { return double(a != 0 || b != 0); }, nullptr},
+    {"Xor", "XOR", Accepts::Bool, Out::Bool, [](double a, double b) { return double((a != 0) != (b != 0)); }, nullptr},
+    {"PRelu", "PRELU", Accepts::Numeric, Out::Same, [](double a, double b) { return a < 0 ? a * b : a; }, nullptr},
+};
+
+const UnaryOp* find_unary(const std::string& op) {
+  for (auto& u : kUnary)
+    if (op == u.onnx) return &u;
+  return nullptr;
+}
+const BinaryOp* find_binary(const std::string& op) {
+  for (auto& b : kBinary)
+    if (op == b.onnx) return &b;
+  return nullptr;
+}
+
+void check_accepts(OpContext& ctx, Accepts a, DType t) {
+  bool ok = true;
+  switch (a) {
+    case Accepts::Float: ok = is_float(t); break;
+    case Accepts::Numeric: ok = is_float(t) || is_integer(t); break;
+    case Accepts::Bool: ok = t == DType::Bool; break;
+    case Accepts::Integer: ok = is_integer(t); break;
+    case Accepts::Any: ok = t != DType::String && t != DType::Undefined; break;
+  }
+  if (!ok) ctx.unsupported(std::string("inputs of type ") + ocl_infer::dtype_name(t) + " are not supported");
+}
+
+double param(const Node& n, const Param& p) { return p.attr ? n.attr_float(p.attr, p.def) : 0.0; }
+
+// ---- unary ---------------------------------------------------------------------------------
+void unary_infer(OpContext& ctx) {
+  const UnaryOp& u = *find_unary(ctx.node().op_type);
+  check_accepts(ctx, u.accepts, ctx.in_type(0));
+  ctx.set_out(0, u.out == Out::Bool ? DType::Bool : ctx.in_type(0), ctx.in_shape(0));
+}
+
+void unary_host(OpContext& ctx) {
+  const UnaryOp& u = *find_unary(ctx.node().op_type);
+  if (!u.host) ctx.unsupported("no host implementation");
+  const Tensor& x = ctx.in_data(0);
+  Tensor y(u.out == Out::Bool ? DType::Bool : x.dtype, x.shape);
+  double a = param(ctx.node(), u.alpha), b = param(ctx.node(), u.beta), c = param(ctx.node(), u.gamma);
+  for (int64_t i = 0; i < x.numel(); ++i) host_set_f(y, i, u.host(host_get_f(x, i), a, b, c));
+  ctx.set_out_data(0, std::move(y));
+}
+
+void unary_build(OpContext& ctx) {
+  const UnaryOp& u = *find_unary(ctx.node().op_type);
+  std::string defs;
+  if (u.alpha.attr) defs += " -DALPHA=" + float_literal(param(ctx.node(), u.alpha));
+  if (u.beta.attr) defs += " -DBETA=" + float_literal(param(ctx.node(), u.beta));
+  if (u.gamma.attr) defs += " -DGAMMA=" + float_literal(param(ctx.node(), u.gamma));
+  launch_elementwise(ctx, u.macro, {ctx.node().inputs[0]}, ctx.node().outputs[0], defs);
+}
+
+// ---- binary --------------------------------------------------------------------------------
+void binary_infer(OpContext& ctx) {
+  const BinaryOp& b = *find_binary(ctx.node().op_type);
+  DType ta = ctx.in_type(0), tb = ctx.in_type(1);
+  check_accepts(ctx, b.accepts, ta);
+  if (ta != tb && ctx.node().op_type != "Pow")
+    ctx.fail(std::string("input types differ: ") + ocl_infer::dtype_name(ta) + " and " +
+             ocl_infer::dtype_name(tb));
+  Shape s;
+  if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(1), &s))
+    ctx.fail("shapes " + ocl_infer::shape_to_string(ctx.in_shape(0)) + " and " +
+             ocl_infer::shape_to_string(ctx.in_shape(1)) + " do not broadcast");
+  ctx.set_out(0, b.out == Out::Bool ? DType::Bool : ta, s);
+}
+
+void binary_host_eval(OpContext& ctx, const BinaryOp& b, const Tensor& x, const Tensor& z, Tensor& y) {
+  bool ints = is_integer(x.dtype) && is_integer(z.dtype) && b.host_i;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    int64_t ia = broadcast_index(y.shape, x.shape, i), ib = broadcast_index(y.shape, z.shape, i);
+    if (ints) {
+      int64_t zb = host_get_i(z, ib);
+      if (ctx.node().op_type == "Div" && zb == 0) ctx.fail("integer division by zero");
+      host_set_i(y, i, b.host_i(host_get_i(x, ia), zb));
+    } else {
+      host_set_f(y, i, b.host_f(host_get_f(x, ia), host_get_f(z, ib)));
+    }
+  }
+}
+
+void binary_host(OpContext& ctx) {
+  const BinaryOp& b = *find_binary(ctx.node().op_type);
+  Tensor y(ctx.out(0).dtype, ctx.out(0).shape);
+  binary_host_eval(ctx, b, ctx.in_data(0), ctx.in_data(1), y);
+  ctx.set_out_data(0, std::move(y));
+}
+
+void binary_build(OpContext& ctx) {
+  const BinaryOp& b = *find_binary(ctx.node().op_type);
+  launch_elementwise(ctx, b.macro, {ctx.node().inputs[0], ctx.node().inputs[1]},
+                     ctx.node().outputs[0]);
+}
+
+// ---- Mod, BitShift -------------------------------------------------------------------------
+void mod_infer(OpContext& ctx) {
+  check_accepts(ctx, Accepts::Numeric, ctx.in_type(0));
+  bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  if (is_float(ctx.in_type(0)) && !fmod) ctx.fail("fmod must be 1 for floating-point inputs");
+  Shape s;
+  if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(1), &s)) ctx.fail("shapes do not broadcast");
+  ctx.set_out(0, ctx.in_type(0), s);
+}
+
+void mod_build(OpContext& ctx) {
+  // fmod=1 follows C (the dividend's sign), fmod=0 follows Python (the divisor's sign).
+  bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  const char* macro = is_float(ctx.in_type(0)) ? "FMOD" : (fmod ? "MOD_TRUNC" : "MOD_INT");
+  launch_elementwise(ctx, macro, {ctx.node().inputs[0], ctx.node().inputs[1]},
+                     ctx.node().outputs[0]);
+}
+
+void bitshift_infer(OpContext& ctx) {
+  check_accepts(ctx, Accepts::Integer, ctx.in_type(0));
+  std::string dir = ctx.node().attr_string("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") ctx.fail("direction must be LEFT or RIGHT");
+  Shape s;
+  if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(1), &s)) ctx.fail("shapes do not broadcast");
+  ctx.set_out(0, ctx.in_type(0), s);
+}
+
+void bitshift_build(OpContext& ctx) {
+  std::string dir = ctx.node().attr_string("direction", "");
+  launch_elementwise(ctx, dir == "LEFT" ? "BITSHIFT_LEFT" : "BITSHIFT_RIGHT",
+                     {ctx.node().inputs[0], ctx.node().inputs[1]}, ctx.node().outputs[0]);
+}
+
+// ---- variadic Sum, Mean, Min, Max ----------------------------------------------------------
+const char* variadic_macro(const std::string& op) {
+  if (op == "Sum" || op == "Mean") return "ADD";
+  if (op == "Min") return "MIN";
+  return "MAX";
+}
+
+void variadic_infer(OpContext& ctx) {
+  if (ctx.num_inputs() < 1) ctx.fail("needs at least one input");
+  DType t = ctx.in_type(0);
+  check_accepts(ctx, Accepts::Numeric, t);
+  Shape s = ctx.in_shape(0);
+  for (int k = 1; k < ctx.num_inputs(); ++k) {
+    if (ctx.in_type(k) != t) ctx.fail("input types differ");
+    if (!broadcast_shapes(s, ctx.in_shape(k), &s)) ctx.fail("input shapes do not broadcast");
+  }
+  ctx.set_out(0, t, s);
+}
+
+void variadic_host(OpContext& ctx) {
+  const std::string& op = ctx.node().op_type;
+  const Value& o = ctx.out(0);
+  Tensor y(o.dtype, o.shape);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    double acc = 0;
+    for (int k = 0; k < ctx.num_inputs(); ++k) {
+      const Tensor& x = ctx.in_data(k);
+      double v = host_get_f(x, broadcast_index(y.shape, x.shape, i));
+      if (k == 0) acc = v;
+      else if (op == "Min") acc = std::min(acc, v);
+      else if (op == "Max") acc = std::max(acc, v);
+      else acc += v;
+    }
+    if (op == "Mean") acc /= ctx.num_inputs();
+    host_set_f(y, i, acc);
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
+void variadic_build(OpContext& ctx) {
+  const Node& n = ctx.node();
+  const int out = n.outputs[0];
+  const std::string macro = variadic_macro(n.op_type);
+  if (n.inputs.size() == 1) {
+    launch_elementwise(ctx, "CAST", {n.inputs[0]}, out);
+  } else {
+    // Accumulate in the output buffer: out = op(in0, in1), then out = op(out, ink). The first step
+    // may broadcast to a smaller shape than the final one, so partial results use a temporary
+    // value when shapes differ.
+    Graph& g = ctx.graph();
+    int acc = n.inputs[0];
+    for (size_t k = 1; k < n.inputs.size(); ++k) {
+      Shape s;
+      broadcast_shapes(g.values[acc].shape, g.values[n.inputs[k]].shape, &s);
+      int dst = out;
+      if (k + 1 < n.inputs.size() && s != g.values[out].shape) {
+        dst = g.add_value(n.name + "/partial" + std::to_string(k));
+        g.values[dst].dtype = g.values[out].dtype;
+        g.values[dst].shape = s;
+        g.values[dst].shape_known = true;
+      }
+      launch_elementwise(ctx, macro, {acc, n.inputs[k]}, dst);
+      acc = dst;
+    }
+  }
+  if (n.op_type == "Mean")
+    launch_elementwise(ctx, "SCALE", {out}, out,
+                       " -DALPHA=" + float_literal(1.0 / static_cast<double>(n.inputs.size())));
+}
+
+// ---- Where, Clip ---------------------------------------------------------------------------
+void where_infer(OpContext& ctx) {
+  if (ctx.in_type(0) != DType::Bool) ctx.fail("condition must be bool");
+  if (ctx.in_type(1) != ctx.in_type(2)) ctx.fail("X and Y types differ");
+  Shape s;
+  if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(1), &s) ||
+      !broadcast_shapes(s, ctx.in_shape(2), &s))
+    ctx.fail("shapes do not broadcast");
+  ctx.set_out(0, ctx.in_type(1), s);
+}
+
+void where_host(OpContext& ctx) {
+  const Tensor &c = ctx.in_data(0), &x = ctx.in_data(1), &z = ctx.in_data(2);
+  Tensor y(ctx.out(0).dtype, ctx.out(0).shape);
+  size_t es = ocl_infer::dtype_size(y.dtype);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    bool cond = c.data<uint8_t>()[broadcast_index(y.shape, c.shape, i)] != 0;
+    const Tensor& src = cond ? x : z;
+    std::memcpy(y.bytes.data() + i * es,
+                src.bytes.data() + broadcast_index(y.shape, src.shape, i) * es, es);
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
+void where_build(OpContext& ctx) {
+  const Node& n = ctx.node();
+  launch_elementwise(ctx, "WHERE", {n.inputs[0], n.inputs[1], n.inputs[2]}, n.outputs[0]);
+}
+
+void clip_infer(OpContext& ctx) {
+  check_accepts(ctx, Accepts::Numeric, ctx.in_type(0));
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+void clip_build(OpContext& ctx) {
+  const Node& n = ctx.node();
+  DType t = ctx.in_type(0);
+  const bool old = ctx.opset() < 11;
+  auto bound_known = [&](int k) { return !ctx.has_input(k) || ctx.is_const(k); };
+  if (is_float(t) && (old || (bound_known(1) && bound_known(2)))) {
+    // Bounds known at plan time: bake them into the kernel.
+    double lo = -INFINITY, hi = INFINITY;
+    if (old) {
+      lo = n.attr_float("min", -INFINITY);
+      hi = n.attr_float("max", INFINITY);
+    } else {
+      if (ctx.has_input(1)) lo = host_get_f(ctx.in_data(1), 0);
+      if (ctx.has_input(2)) hi = host_get_f(ctx.in_data(2), 0);
+    }
+    launch_elementwise(ctx, "CLIP_CONST", {n.inputs[0]}, n.outputs[0],
+                       " -DALPHA=" + float_literal(lo) + " -DBETA=" + float_literal(hi));
+    return;
+  }
+  // Otherwise a ternary pass; a missing bound becomes a one-element constant of the input's type.
+  Graph& g = ctx.graph();
+  auto bound = [&](int k, bool upper) {
+    if (ctx.has_input(k)) return n.inputs[k];
+    Tensor b(t, {});
+    if (is_float(t)) host_set_f(b, 0, upper ? INFINITY : -INFINITY);
+    else host_set_i(b, 0, upper ? INT64_MAX : INT64_MIN);
+    if (t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64)
+      std::memset(b.bytes.data(), upper ? 0xff : 0, b.bytes.size());
+    else if (!is_float(t)) {
+      // Saturate to the type's own limits.
+      int bits = static_cast<int>(ocl_infer::dtype_size(t)) * 8;
+      int64_t lim = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+      host_set_i(b, 0, upper ? lim : -lim - 1);
+    }
+    int id = g.add_value(n.name + (upper ? "/max" : "/min"));
+    g.values[id].dtype = t;
+    g.values[id].shape_known = true;
+    g.values[id].data = std::make_shared<const Tensor>(std::move(b));
+    return id;
+  };
+  int lo_id = bound(1, false), hi_id = bound(2, true);
+  launch_elementwise(ctx, "CLIP", {n.inputs[0], lo_id, hi_id}, n.outputs[0]);
+}
+
+// ---- Cast ----------------------------------------------------------------------------------
+void cast_infer(OpContext& ctx) {
+  DType to;
+  if (ctx.node().op_type == "CastLike") to = ctx.in_type(1);
+  else to = static_cast<DType>(ctx.node().attr_int("to", 0));
+  if (ocl_infer::dtype_size(to) == 0) ctx.unsupported("cast to this type is not supported");
+  if (ocl_infer::dtype_size(ctx.in_type(0)) == 0) ctx.unsupported("cast from this type is not supported");
+  ctx.set_out(0, to, ctx.in_shape(0));
+}
+
+void cast_host(OpContext& ctx) {
+  const Tensor& x = ctx.in_data(0);
+  Tensor y(ctx.out(0).dtype, x.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (is_float(x.dtype)) host_set_f(y, i, host_get_f(x, i));
+    else host_set_i(y, i, host_get_i(x, i));
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
+void cast_build(OpContext& ctx) {
+  DType from = ctx.in_type(0), to = ctx.out(0).dtype;
+  if (from == DType::Float16 || to == DType::Float16)
+    ctx.unsupported("float16 casts on the device are not supported yet");
+  launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.node().inputs[0]},
+                     ctx.node().outputs[0]);
+}
+
+}  // namespace
+
+void add_elementwise_ops(std::vector<OpDef>& t) {
+  for (auto& u : kUnary) t.push_back({u.onnx, 1, unary_infer, u.host ? unary_host : nullptr, unary_build});
+  for (auto& b : kBinary) t.push_back({b.onnx, 1, binary_infer, binary_host, binary_build});
+  t.push_back({"Mod", 10, mod_infer, nullptr, mod_build});
+  t.push_back({"BitShift", 11, bitshift_infer, nullptr, bitshift_build});
+  for (const char* v : {"Sum", "Mean", "Min", "Max"})
+    t.push_back({v, 1, variadic_infer, variadic_host, variadic_build});
+  t.push_back({"Where", 9, where_infer, where_host, where_build});
+  t.push_back({"Clip", 1, clip_infer, nullptr, clip_build});
+  t.push_back({"Cast", 1, cast_infer, cast_host, cast_build});
+  t.push_back({"CastLike", 15, cast_infer, cast_host, cast_build});
+}
+
+}  // namespace oi

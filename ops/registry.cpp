@@ -1,0 +1,57 @@
+// The operator registry: a plain table of rows keyed by (op_type, since_version), filled once
+// from each op family's file.
+#include <algorithm>
+
+#include "ops/op.hpp"
+
+namespace oi {
+
+// Each family file appends its rows.
+void add_elementwise_ops(std::vector<OpDef>& t);
+void add_tensor_ops(std::vector<OpDef>& t);
+void add_conv_ops(std::vector<OpDef>& t);
+void add_gemm_ops(std::vector<OpDef>& t);
+void add_pool_ops(std::vector<OpDef>& t);
+void add_norm_ops(std::vector<OpDef>& t);
+void add_reduce_ops(std::vector<OpDef>& t);
+void add_resize_ops(std::vector<OpDef>& t);
+
+namespace {
+
+const std::vector<OpDef>& table() {
+  static const std::vector<OpDef> rows = [] {
+    std::vector<OpDef> t;
+    add_elementwise_ops(t);
+    add_tensor_ops(t);
+    add_conv_ops(t);
+    add_gemm_ops(t);
+    add_pool_ops(t);
+    add_norm_ops(t);
+    add_reduce_ops(t);
+    add_resize_ops(t);
+    return t;
+  }();
+  return rows;
+}
+
+}  // namespace
+
+const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset) {
+  if (!domain.empty() && domain != "ai.onnx") return nullptr;
+  const OpDef* best = nullptr;
+  for (const OpDef& d : table())
+    if (op_type == d.op_type && d.since_version <= opset &&
+        (!best || d.since_version > best->since_version))
+      best = &d;
+  return best;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> r;
+  for (const OpDef& d : table()) r.push_back(d.op_type);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+}  // namespace oi

@@ -1,0 +1,16 @@
+// Executor: writes the inputs, enqueues every launch of a Plan on the one in-order queue with no
+// host synchronisation between layers, and reads the outputs back once at the end.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/plan.hpp"
+
+namespace oi {
+
+// `inputs` by model input value id; returns outputs by name. Throws DeviceError on CL failures.
+std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl,
+                                      const std::map<int, const Tensor*>& inputs);
+
+}  // namespace oi

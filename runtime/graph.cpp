@@ -1,0 +1,90 @@
+#include "runtime/graph.hpp"
+
+#include <algorithm>
+
+namespace oi {
+
+using ocl_infer::ModelError;
+
+namespace {
+[[noreturn]] void bad_kind(const Node& n, const std::string& a, const char* want) {
+  throw ModelError("node '" + n.name + "' (" + n.op_type + "): attribute '" + a + "' is not " +
+                   want);
+}
+}  // namespace
+
+int64_t Node::attr_int(const std::string& a, int64_t def) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return def;
+  if (it->second.kind != Attribute::Kind::Int) bad_kind(*this, a, "an int");
+  return it->second.i;
+}
+
+float Node::attr_float(const std::string& a, float def) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return def;
+  if (it->second.kind == Attribute::Kind::Int) return static_cast<float>(it->second.i);
+  if (it->second.kind != Attribute::Kind::Float) bad_kind(*this, a, "a float");
+  return it->second.f;
+}
+
+std::string Node::attr_string(const std::string& a, const std::string& def) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return def;
+  if (it->second.kind != Attribute::Kind::String) bad_kind(*this, a, "a string");
+  return it->second.s;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& a, const std::vector<int64_t>& def) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return def;
+  if (it->second.kind == Attribute::Kind::Int) return {it->second.i};
+  if (it->second.kind != Attribute::Kind::Ints) bad_kind(*this, a, "a list of ints");
+  return it->second.ints;
+}
+
+std::vector<float> Node::attr_floats(const std::string& a, const std::vector<float>& def) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return def;
+  if (it->second.kind == Attribute::Kind::Float) return {it->second.f};
+  if (it->second.kind != Attribute::Kind::Floats) bad_kind(*this, a, "a list of floats");
+  return it->second.floats;
+}
+
+const Tensor* Node::attr_tensor(const std::string& a) const {
+  auto it = attrs.find(a);
+  if (it == attrs.end()) return nullptr;
+  if (it->second.kind != Attribute::Kind::Tensor) bad_kind(*this, a, "a tensor");
+  return it->second.t.get();
+}
+
+int64_t Graph::opset(const std::string& domain) const {
+  auto it = opsets.find(domain == "ai.onnx" ? "" : domain);
+  return it == opsets.end() ? 0 : it->second;
+}
+
+int Graph::find_value(const std::string& name) const {
+  auto it = std::find_if(values.begin(), values.end(),
+                         [&](const Value& v) { return v.name == name; });
+  return it == values.end() ? -1 : static_cast<int>(it - values.begin());
+}
+
+int Graph::add_value(const std::string& name) {
+  values.push_back(Value{});
+  values.back().name = name;
+  return static_cast<int>(values.size()) - 1;
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string describe_node(const Graph& g, const Node& n) {
+  std::string dom = n.domain.empty() ? "" : n.domain + ".";
+  return "node '" + n.name + "' (" + dom + n.op_type + ", opset " +
+         std::to_string(g.opset(n.domain)) + ")";
+}
+
+}  // namespace oi

@@ -1,0 +1,76 @@
+// The project's own graph: what the ONNX loader produces and what shape inference, the optimizer
+// and the planner work on. No protobuf type is visible from here.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ocl_infer/ocl_infer.hpp"
+
+namespace oi {
+
+using ocl_infer::DType;
+using ocl_infer::Tensor;
+using Shape = std::vector<int64_t>;
+
+struct Attribute {
+  enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Other };
+  Kind kind = Kind::Other;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::shared_ptr<Tensor> t;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+};
+
+struct Node {
+  std::string name;  // never empty: the loader names anonymous nodes "<op_type>_<index>"
+  std::string op_type;
+  std::string domain;  // "" for the default ONNX domain
+  std::map<std::string, Attribute> attrs;
+  std::vector<int> inputs;  // value ids; -1 marks an omitted optional input
+  std::vector<int> outputs;  // value ids; -1 marks an omitted optional output
+
+  bool has(const std::string& a) const { return attrs.count(a) != 0; }
+  // Typed attribute getters; throw ModelError naming the node when the attribute has another kind.
+  int64_t attr_int(const std::string& a, int64_t def) const;
+  float attr_float(const std::string& a, float def) const;
+  std::string attr_string(const std::string& a, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& a, const std::vector<int64_t>& def) const;
+  std::vector<float> attr_floats(const std::string& a, const std::vector<float>& def) const;
+  const Tensor* attr_tensor(const std::string& a) const;  // nullptr when absent
+};
+
+struct Value {
+  std::string name;
+  DType dtype = DType::Undefined;
+  Shape shape;                         // -1 for dims not yet known
+  std::vector<std::string> dim_names;  // symbolic names of open dims (model inputs/outputs)
+  bool shape_known = false;
+  std::shared_ptr<const Tensor> data;  // host data when the value is a constant
+  int producer = -1;                   // node index, -1 for graph inputs and initializers
+};
+
+struct Graph {
+  std::vector<Value> values;
+  std::vector<Node> nodes;  // in a valid topological order after load
+  std::vector<int> inputs;  // non-constant model inputs
+  std::vector<int> outputs;
+  std::map<std::string, int> opsets;  // domain -> version
+  std::string producer;               // producer_name + version, for messages
+  int64_t ir_version = 0;
+
+  int64_t opset(const std::string& domain = "") const;
+  int find_value(const std::string& name) const;  // -1 when absent
+  int add_value(const std::string& name);
+};
+
+// Helpers shared by every stage.
+int64_t numel(const Shape& s);
+std::string describe_node(const Graph& g, const Node& n);  // "node 'conv_3' (Conv, opset 13)"
+
+}  // namespace oi

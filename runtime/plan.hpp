@@ -1,0 +1,46 @@
+// Plan: the graph with every shape resolved for one set of input shapes, constants folded on the
+// host, device buffers allocated and the kernel launches built (arguments set), ready for the
+// executor to enqueue.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/op.hpp"
+#include "runtime/cl_runtime.hpp"
+#include "runtime/graph.hpp"
+
+namespace oi {
+
+struct Plan {
+  Graph graph;  // shapes resolved, folded values carry data
+  std::vector<Launch> launches;
+  std::vector<BufferPtr> buffers;  // by value id; nullptr for values that never reach the device
+  std::vector<BufferPtr> params;   // small constant buffers owned by launches
+  std::vector<int> host_nodes;     // evaluated at plan time
+  std::vector<int> device_nodes;   // built into launches
+  size_t activation_bytes = 0;     // device bytes of non-constant values
+  size_t weight_bytes = 0;         // device bytes of constants uploaded
+
+  std::string dump_graph() const;
+  std::string dump_plan() const;
+};
+
+// Nodes whose results reach a graph output, in order.
+std::vector<int> live_nodes(const Graph& g);
+
+// Model inputs whose values (not only shapes) determine shapes somewhere in the graph (the shape
+// tensor of a Reshape, the bounds of a Range, ...). Their data is part of the plan.
+std::set<int> plan_time_inputs(const Graph& g);
+
+// Every (op_type, opset) of the live nodes that the registry lacks, as "Op (opset N): node a, b".
+std::vector<std::string> unsupported_ops(const Graph& g);
+
+// Builds a plan. `inputs` maps model input value ids to tensors: their shapes are used, and the
+// data of plan-time inputs is folded in as constants.
+Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
+                const std::set<int>& plan_time, ClRuntime& cl);
+
+}  // namespace oi

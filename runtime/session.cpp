@@ -1,0 +1,245 @@
+// The public Session: loader -> Graph -> Plan (re-planned when input shapes change) -> Executor.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ocl_infer/ocl_infer.hpp"
+#include "onnx/loader.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/plan.hpp"
+
+namespace ocl_infer {
+
+using oi::Graph;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ValueInfo info_of(const oi::Value& v) {
+  ValueInfo i;
+  i.name = v.name;
+  i.dtype = v.dtype;
+  i.shape = v.shape;
+  i.dim_names = v.dim_names;
+  i.dim_names.resize(i.shape.size());
+  return i;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  Graph model;
+  std::unique_ptr<oi::ClRuntime> cl;
+  std::vector<ValueInfo> inputs, outputs;
+  std::set<int> plan_time;
+  std::unique_ptr<oi::Plan> plan;
+  std::string plan_key;
+  SessionStats stats;
+
+  void log(const std::string& s) const {
+    if (options.log) options.log(s);
+  }
+
+  void init(Graph g, double load_ms) {
+    model = std::move(g);
+    stats.load_ms = load_ms;
+    auto missing = oi::unsupported_ops(model);
+    if (!missing.empty()) {
+      std::string msg = "the model uses " + std::to_string(missing.size()) +
+                        " unsupported operator" + (missing.size() > 1 ? "s" : "") + ": ";
+      for (size_t i = 0; i < missing.size(); ++i) msg += (i ? "; " : "") + missing[i];
+      throw UnsupportedError(msg);
+    }
+    plan_time = oi::plan_time_inputs(model);
+    for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
+    for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
+    auto dev = oi::select_device(options.device);
+    log("device: " + dev.info.name + " (" + dev.info.type + ", " + dev.info.platform + ", " +
+        dev.info.opencl_c_version + ")");
+    cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log);
+  }
+
+  // Checks the fed tensors against the model's inputs; returns them by value id.
+  std::map<int, const Tensor*> check_inputs(const std::map<std::string, Tensor>& fed) const {
+    std::map<int, const Tensor*> r;
+    std::string expected;
+    for (auto& i : inputs) expected += (expected.empty() ? "" : ", ") + i.name;
+    for (auto& [name, t] : fed) {
+      bool known = false;
+      for (auto& i : inputs) known |= i.name == name;
+      if (!known)
+        throw InputError("the model has no input named '" + name + "' (inputs: " + expected + ")");
+    }
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const ValueInfo& want = inputs[k];
+      auto it = fed.find(want.name);
+      if (it == fed.end()) throw InputError("input '" + want.name + "' was not given (inputs: " + expected + ")");
+      const Tensor& t = it->second;
+      if (t.dtype != want.dtype)
+        throw InputError("input '" + want.name + "' must be " + dtype_name(want.dtype) + ", got " +
+                         dtype_name(t.dtype));
+      for (auto d : t.shape)
+        if (d < 0) throw InputError("input '" + want.name + "' has a negative dimension");
+      if (!want.shape.empty() || model.values[model.inputs[k]].shape_known) {
+        if (t.shape.size() != want.shape.size())
+          throw InputError("input '" + want.name + "' must have rank " +
+                           std::to_string(want.shape.size()) + " " + shape_to_string(want.shape) +
+                           ", got " + shape_to_string(t.shape));
+        for (size_t d = 0; d < t.shape.size(); ++d)
+          if (want.shape[d] >= 0 && want.shape[d] != t.shape[d])
+            throw InputError("input '" + want.name + "' must have shape " +
+                             shape_to_string(want.shape) + ", got " + shape_to_string(t.shape));
+      }
+      if (t.bytes.size() != static_cast<size_t>(t.numel()) * dtype_size(t.dtype))
+        throw InputError("input '" + want.name + "' holds " + std::to_string(t.bytes.size()) +
+                         " bytes, but shape " + shape_to_string(t.shape) + " needs " +
+                         std::to_string(t.numel() * dtype_size(t.dtype)));
+      r[model.inputs[k]] = &t;
+    }
+    return r;
+  }
+
+  std::string key_of(const std::map<int, const Tensor*>& ins) const {
+    std::string key;
+    for (auto& [id, t] : ins) {
+      key += shape_to_string(t->shape) + ";";
+      if (plan_time.count(id)) key.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
+      key += "|";
+    }
+    return key;
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session Session::from_file(const std::string& path, const SessionOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx_file(path);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->init(std::move(g), ms_since(t0));
+  return Session(std::move(impl));
+}
+
+Session Session::from_memory(const void* data, size_t size, const SessionOptions& options,
+                             const std::string& model_dir) {
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx(data, size, model_dir);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->init(std::move(g), ms_since(t0));
+  return Session(std::move(impl));
+}
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
+const DeviceInfo& Session::device() const { return impl_->cl->info(); }
+const SessionStats& Session::stats() const { return impl_->stats; }
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& fed) {
+  Impl& s = *impl_;
+  auto ins = s.check_inputs(fed);
+  std::string key = s.key_of(ins);
+  if (!s.plan || key != s.plan_key) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.plan.reset();
+    double compile_before = s.cl->compile_stats().compile_ms;
+    int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached;
+    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl));
+    s.plan_key = key;
+    s.stats.plan_ms = ms_since(t0);
+    s.stats.compile_ms = s.cl->compile_stats().compile_ms - compile_before;
+    s.stats.programs_built = s.cl->compile_stats().built - built_before;
+    s.stats.programs_cached = s.cl->compile_stats().cached - cached_before;
+    s.stats.kernel_launches = static_cast<int>(s.plan->launches.size());
+  }
+  return oi::execute(*s.plan, *s.cl, ins);
+}
+
+std::string Session::dump(const std::string& what) const {
+  if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
+  if (what == "graph") return impl_->plan->dump_graph();
+  if (what == "plan") return impl_->plan->dump_plan();
+  throw InputError("unknown dump '" + what + "' (use graph or plan)");
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> r;
+  for (auto& d : oi::enumerate_devices()) r.push_back(d.info);
+  return r;
+}
+
+const char* version() { return "0.1.0"; }
+
+Tensor read_tensor_proto(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string bytes = ss.str();
+  try {
+    return oi::load_tensor_proto(bytes.data(), bytes.size());
+  } catch (const Error& e) {
+    throw InputError("'" + path + "' is not a valid tensor file: " + e.what());
+  }
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
+    case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
+    case DType::Float16: case DType::Int16: case DType::UInt16: return 2;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::UInt8: return "uint8";
+    case DType::Int8: return "int8";
+    case DType::UInt16: return "uint16";
+    case DType::Int16: return "int16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::String: return "string";
+    case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::Float64: return "float64";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
+    default: return "undefined";
+  }
+}
+
+Tensor::Tensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
+  bytes.assign(static_cast<size_t>(numel()) * dtype_size(t), 0);
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += i ? "," : "";
+    s += shape[i] < 0 ? "?" : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace ocl_infer

@@ -1,0 +1,301 @@
+// ocl-infer: classify images or run a model on raw tensors, using only the public API.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+
+#include "ocl_infer/ocl_infer.hpp"
+#include "tools/cli_io.hpp"
+
+namespace {
+
+using ocl_infer::DType;
+using ocl_infer::Tensor;
+
+const char* kUsage = R"(usage:
+  ocl-infer MODEL.onnx IMAGE [IMAGE ...] [options]     classify images, print the top classes
+  ocl-infer MODEL.onnx --input NAME=FILE ... --output-dir DIR
+                                                      run on .npy / TensorProto .pb tensors and
+                                                      write every output to DIR/<name>.npy
+  ocl-infer --list-devices
+
+options:
+  --device INDEX|NAME   OpenCL device (default: first GPU/accelerator, else the CPU device)
+  --labels FILE         class names, one per line (default: imagenet_labels.txt beside the model)
+  --top K               number of classes to print (default 5)
+  --json                machine-readable output
+  --size N              resize the shorter image side to N (default 256; 0 = no resize)
+  --crop N              centre crop N x N (default: the model's input size)
+  --mean R,G,B          per-channel mean after scaling (default 0.485,0.456,0.406)
+  --std R,G,B           per-channel std (default 0.229,0.224,0.225)
+  --scale S             pixel scale before mean/std (default 1/255)
+  --bgr                 feed channels in BGR order
+  --layout nchw|nhwc    input layout (default nchw)
+  --dump graph|plan     print a pipeline stage after planning
+  --cache-dir DIR|off   compiled-kernel cache (default ~/.cache/ocl-infer)
+  --verbose             progress and timings on stderr
+  --version, --help
+)";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::string model;
+  std::vector<std::string> images;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::string output_dir, device, labels, dump, cache_dir;
+  int top = 5;
+  bool json = false, list_devices = false, verbose = false;
+  bool crop_given = false;
+  cli::Preprocess pre;
+};
+
+void parse_floats3(const std::string& flag, const std::string& v, float out[3]) {
+  std::stringstream ss(v);
+  std::string item;
+  int n = 0;
+  while (std::getline(ss, item, ',')) {
+    if (n == 3) throw UsageError(flag + " takes three comma-separated numbers");
+    char* end = nullptr;
+    out[n++] = std::strtof(item.c_str(), &end);
+    if (item.empty() || *end) throw UsageError(flag + ": '" + item + "' is not a number");
+  }
+  if (n != 3) throw UsageError(flag + " takes three comma-separated numbers");
+}
+
+int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
+  char* end = nullptr;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < lo || x > hi)
+    throw UsageError(flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--help" || s == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (s == "--version") {
+      std::cout << "ocl-infer " << ocl_infer::version() << "\n";
+      std::exit(0);
+    } else if (s == "--list-devices") a.list_devices = true;
+    else if (s == "--device") a.device = value();
+    else if (s == "--input") {
+      std::string v = value();
+      auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw UsageError("--input takes NAME=FILE, got '" + v + "'");
+      a.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (s == "--output-dir") a.output_dir = value();
+    else if (s == "--labels") a.labels = value();
+    else if (s == "--top") a.top = parse_int(s, value(), 1, 100000);
+    else if (s == "--json") a.json = true;
+    else if (s == "--size") a.pre.resize = parse_int(s, value(), 0, 16384);
+    else if (s == "--crop") {
+      a.pre.crop = parse_int(s, value(), 1, 16384);
+      a.crop_given = true;
+    } else if (s == "--mean") parse_floats3(s, value(), a.pre.mean);
+    else if (s == "--std") {
+      parse_floats3(s, value(), a.pre.std);
+      for (float f : a.pre.std)
+        if (f == 0) throw UsageError("--std values must not be zero");
+    } else if (s == "--scale") {
+      std::string v = value();
+      char* end = nullptr;
+      a.pre.scale = std::strtof(v.c_str(), &end);
+      if (v.empty() || *end) throw UsageError("--scale: '" + v + "' is not a number");
+    } else if (s == "--bgr") a.pre.bgr = true;
+    else if (s == "--layout") {
+      std::string v = value();
+      if (v != "nchw" && v != "nhwc") throw UsageError("--layout must be nchw or nhwc");
+      a.pre.nhwc = v == "nhwc";
+    } else if (s == "--dump") {
+      a.dump = value();
+      if (a.dump != "graph" && a.dump != "plan") throw UsageError("--dump must be graph or plan");
+    } else if (s == "--cache-dir") a.cache_dir = value();
+    else if (s == "--verbose" || s == "-v") a.verbose = true;
+    else if (s.size() > 1 && s[0] == '-') throw UsageError("unknown option '" + s + "'");
+    else if (a.model.empty()) a.model = s;
+    else a.images.push_back(s);
+  }
+  if (a.list_devices) return a;
+  if (a.model.empty()) throw UsageError("no model given");
+  if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
+  if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
+  if (!a.inputs.empty() && a.output_dir.empty() && a.dump.empty()) throw UsageError("--input needs --output-dir DIR");
+  return a;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\', r += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      r += b;
+    } else r += c;
+  }
+  return r;
+}
+
+std::vector<std::string> read_labels(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw ocl_infer::InputError("cannot read labels file '" + path + "'");
+  std::vector<std::string> r;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    r.push_back(line);
+  }
+  return r;
+}
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int list_devices() {
+  auto devs = ocl_infer::list_devices();
+  for (auto& d : devs)
+    std::cout << d.index << ": " << d.name << " [" << d.type << "] platform '" << d.platform
+              << "', " << d.opencl_c_version << ", driver " << d.driver_version << ", "
+              << d.compute_units << " compute units, " << (d.global_mem_bytes >> 20) << " MiB\n";
+  return 0;
+}
+
+int run_tensors(ocl_infer::Session& s, const Args& a) {
+  std::map<std::string, Tensor> feeds;
+  for (auto& [name, file] : a.inputs) {
+    if (feeds.count(name)) throw UsageError("input '" + name + "' given twice");
+    feeds[name] = cli::read_tensor_file(file);
+  }
+  auto outs = s.run(feeds);
+  if (!a.dump.empty()) std::cout << s.dump(a.dump);
+  if (a.output_dir.empty()) return 0;
+  mkdir(a.output_dir.c_str(), 0755);
+  for (auto& info : s.outputs()) {
+    std::string path = a.output_dir + "/" + cli::safe_file_name(info.name) + ".npy";
+    cli::write_npy(path, outs.at(info.name));
+    if (a.verbose) std::cerr << "wrote " << path << "\n";
+  }
+  return 0;
+}
+
+int classify(ocl_infer::Session& s, Args a) {
+  if (s.inputs().size() != 1)
+    throw ocl_infer::InputError("image classification needs a model with one input; this one has " +
+                                std::to_string(s.inputs().size()) + " (use --input)");
+  const auto& in = s.inputs()[0];
+  if (in.dtype != DType::Float32 || in.shape.size() != 4)
+    throw ocl_infer::InputError("image classification needs a float32 input of rank 4, the model has " +
+                                std::string(ocl_infer::dtype_name(in.dtype)) + " " + ocl_infer::shape_to_string(in.shape));
+  if (!a.crop_given) {
+    int64_t hw = a.pre.nhwc ? in.shape[1] : in.shape[2];
+    if (hw > 0) a.pre.crop = static_cast<int>(hw);
+  }
+  std::vector<std::string> labels;
+  std::string label_path = a.labels;
+  if (label_path.empty()) {
+    std::string dir = a.model.find('/') == std::string::npos ? "." : a.model.substr(0, a.model.rfind('/'));
+    if (file_exists(dir + "/imagenet_labels.txt")) label_path = dir + "/imagenet_labels.txt";
+  }
+  if (!label_path.empty()) labels = read_labels(label_path);
+
+  if (a.json) std::cout << "{\"device\": \"" << json_escape(s.device().name) << "\", \"results\": [";
+  for (size_t k = 0; k < a.images.size(); ++k) {
+    Tensor x = cli::load_image(a.images[k], a.pre);
+    auto outs = s.run({{in.name, x}});
+    const Tensor& y = outs.at(s.outputs()[0].name);
+    if (y.dtype != DType::Float32) throw ocl_infer::InputError("the model's first output is not float32");
+    const float* p = y.data<float>();
+    const int64_t n = y.numel();
+    // Logits or probabilities? Probabilities are non-negative and sum to 1.
+    double sum = 0, mn = INFINITY;
+    for (int64_t i = 0; i < n; ++i) sum += p[i], mn = std::min<double>(mn, p[i]);
+    std::vector<double> prob(n);
+    if (mn >= 0 && std::fabs(sum - 1) < 1e-3) {
+      for (int64_t i = 0; i < n; ++i) prob[i] = p[i];
+    } else {
+      double mx = *std::max_element(p, p + n), z = 0;
+      for (int64_t i = 0; i < n; ++i) z += prob[i] = std::exp(p[i] - mx);
+      for (auto& v : prob) v /= z;
+    }
+    std::vector<int64_t> idx(n);
+    std::iota(idx.begin(), idx.end(), 0);
+    int top = static_cast<int>(std::min<int64_t>(a.top, n));
+    std::partial_sort(idx.begin(), idx.begin() + top, idx.end(),
+                      [&](int64_t i, int64_t j) { return prob[i] > prob[j]; });
+    auto label = [&](int64_t i) { return i < static_cast<int64_t>(labels.size()) ? labels[i] : "class " + std::to_string(i); };
+    if (a.json) {
+      std::cout << (k ? ", " : "") << "{\"image\": \"" << json_escape(a.images[k]) << "\", \"top\": [";
+      for (int t = 0; t < top; ++t)
+        std::cout << (t ? ", " : "") << "{\"index\": " << idx[t] << ", \"label\": \"" << json_escape(label(idx[t]))
+                  << "\", \"probability\": " << prob[idx[t]] << "}";
+      std::cout << "]}";
+    } else {
+      std::cout << a.images[k] << ":\n";
+      for (int t = 0; t < top; ++t) {
+        char line[64];
+        std::snprintf(line, sizeof line, "  %2d. %6.2f%%  %5lld  ", t + 1, 100.0 * prob[idx[t]], static_cast<long long>(idx[t]));
+        std::cout << line << label(idx[t]) << "\n";
+      }
+    }
+  }
+  if (a.json) std::cout << "]}\n";
+  if (!a.dump.empty()) std::cout << s.dump(a.dump);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  try {
+    a = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "ocl-infer: " << e.what() << "\n(run ocl-infer --help for usage)\n";
+    return 2;
+  }
+  try {
+    if (a.list_devices) return list_devices();
+    ocl_infer::SessionOptions opt;
+    opt.device = a.device;
+    opt.cache_dir = a.cache_dir;
+    opt.log = [&](const std::string& m) {
+      if (a.verbose || m.rfind("device:", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
+    };
+    auto s = ocl_infer::Session::from_file(a.model, opt);
+    int rc = a.images.empty() ? run_tensors(s, a) : classify(s, a);
+    if (a.verbose) {
+      auto& st = s.stats();
+      std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "
+                << st.compile_ms << " ms, " << st.programs_built << " programs built, "
+                << st.programs_cached << " from cache), " << st.kernel_launches << " kernel launches\n";
+    }
+    return rc;
+  } catch (const UsageError& e) {
+    std::cerr << "ocl-infer: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ocl-infer: error: " << e.what() << "\n";
+    return 1;
+  }
+}
