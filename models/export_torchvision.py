@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Exports small torchvision classifiers with random weights as ONNX test models.
 
-For each model NAME in resnet18, mobilenet_v2, squeezenet1_1 this writes, under --out:
-  NAME.onnx         opset 13, input "input" [batch,3,224,224] float32, output "logits" [batch,1000];
-                    the batch dimension is symbolic ("batch"). BatchNormalization stays a node of its
-                    own (it is not folded into the preceding Conv), so the runtime's BN path and its
-                    Conv+BN fusion both get exercised.
-  NAME.input.npy    a fixed N(0,1) input, float32 [1,3,224,224]
-  NAME.output.npy   PyTorch's output for it, float32 [1,1000]
+For each NAME in resnet18, mobilenet_v2, squeezenet1_1 this writes, under --out:
+  NAME.onnx        opset 13; input "input" float32 [batch,3,224,224], output "logits"
+                   float32 [batch,1000], with a symbolic batch dimension named "batch".
+                   BatchNormalization stays a node of its own, not folded into the Conv before it,
+                   so both the runtime's BN kernel and its Conv+BN fusion get exercised.
+  NAME.input.npy   a fixed N(0,1) input, float32 [1,3,224,224]
+  NAME.output.npy  PyTorch's output for it, float32 [1,1000]
 
-Weights are torchvision's default initialisation under a fixed seed; BatchNorm statistics and affine
-parameters are randomised (an identity BN would hide bugs in the runtime's BN). A model whose three
-files exist is skipped unless --force. When onnxruntime is importable the exported graph is run on the
-input and compared with PyTorch's output, so the golden files describe the ONNX graph, not just torch.
+Weights are torchvision's initialisation under a fixed seed, then made into a better test:
+all-zero biases become random, every BatchNorm gets random non-identity parameters and statistics
+(see calibrate_batchnorm), and the classifier is rescaled so that logits are O(1) and the top-1
+class depends on the input. A model whose three files exist is skipped unless --force. When
+onnxruntime is importable, the exported graph is run at batch 1 and 2 and compared with PyTorch,
+so the golden files describe the ONNX graph, not just PyTorch's model.
 
-Run with a python that sees Debian's python3-torch / python3-torchvision / python3-onnx
+Run with a python that sees Debian's python3-torch, python3-torchvision and python3-onnx
 (models/install_deps.sh sets one up).
 """
 
@@ -138,7 +140,7 @@ def export(model: torch.nn.Module, example: torch.Tensor, path: str) -> None:
 
 
 def check_outputs(name: str, model: torch.nn.Module, output: np.ndarray, seed: int) -> None:
-    """Fails unless the logits are finite, of a sane size, and the top-1 class depends on the input."""
+    """Fails unless logits are finite, of sane size, and the top-1 class depends on the input."""
     peak = float(np.abs(output).max())
     if not np.isfinite(output).all() or not 1e-3 < peak < 1e4:
         sys.exit(f"{name}: degenerate output, max|logit| = {peak}")

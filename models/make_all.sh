@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds every test and demo model: installs what is missing, then runs both exports.
+#
+#   models/make_all.sh [OUTDIR]        (default build/models, relative to the repo root)
+#
+# Each step skips work already done, so a rerun takes seconds. OCL_INFER_PYENV picks the venv
+# (default build/pyenv). Pass --force through FORCE=1 to rebuild every model.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out_dir="${1:-build/models}"
+case "$out_dir" in /*) ;; *) out_dir="$repo_root/$out_dir" ;; esac
+venv_dir="${OCL_INFER_PYENV:-build/pyenv}"
+case "$venv_dir" in /*) ;; *) venv_dir="$repo_root/$venv_dir" ;; esac
+force=()
+[[ "${FORCE:-0}" == 1 ]] && force=(--force)
+
+"$repo_root/models/install_deps.sh" "$venv_dir"
+python="$venv_dir/bin/python"
+"$python" "$repo_root/models/export_torchvision.py" --out "$out_dir" "${force[@]}"
+"$python" "$repo_root/models/export_efficientnet_lite0.py" --out "$out_dir" "${force[@]}"
+
+echo "make_all: $out_dir"
+for f in "$out_dir"/*; do
+    printf '  %-40s %9s bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"
+done

@@ -1,0 +1,95 @@
+// Elementwise ops against a CPU reference on random shapes, including odd and prime sizes and
+// broadcasting.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+float ref_unary(const std::string& op, float x) {
+  if (op == "Relu") return x > 0 ? x : 0;
+  if (op == "Sigmoid") return 1 / (1 + std::exp(-x));
+  if (op == "Tanh") return std::tanh(x);
+  if (op == "Exp") return std::exp(x);
+  if (op == "Abs") return std::fabs(x);
+  if (op == "Neg") return -x;
+  if (op == "Erf") return std::erf(x);
+  if (op == "Softplus") return std::log1p(std::exp(x));
+  if (op == "HardSwish") return x * std::max(0.f, std::min(1.f, x / 6 + 0.5f));
+  return NAN;
+}
+
+TEST(Elementwise, UnaryOpsMatchReference) {
+  std::mt19937 rng(1);
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Softplus", "HardSwish"}) {
+    for (auto shape : std::vector<std::vector<int64_t>>{{1}, {7}, {3, 5, 11}, {2, 3, 13, 17}}) {
+      ModelBuilder m;
+      m.input("x", DType::Float32, shape).output("y");
+      m.node(op, {"x"}, {"y"});
+      Tensor x = random_tensor(shape, rng, -4, 4);
+      Tensor ref(DType::Float32, shape);
+      for (int64_t i = 0; i < x.numel(); ++i) ref.data<float>()[i] = ref_unary(op, x.data<float>()[i]);
+      auto out = run_model(m, {{"x", x}});
+      EXPECT_LE(rel_error(out.at("y"), ref), 1e-5) << op << " " << ocl_infer::shape_to_string(shape);
+    }
+  }
+}
+
+TEST(Elementwise, BinaryBroadcastMatchesReference) {
+  std::mt19937 rng(2);
+  struct Case {
+    std::vector<int64_t> a, b, out;
+  };
+  for (auto c : std::vector<Case>{{{2, 3, 5}, {2, 3, 5}, {2, 3, 5}},
+                                  {{2, 3, 5}, {1}, {2, 3, 5}},
+                                  {{2, 1, 7}, {3, 1}, {2, 3, 7}},
+                                  {{13}, {5, 1, 13}, {5, 1, 13}}}) {
+    for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+      ModelBuilder m;
+      m.input("a", DType::Float32, c.a).input("b", DType::Float32, c.b).output("y");
+      m.node(op, {"a", "b"}, {"y"});
+      Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng, 0.5f, 2.f);
+      Tensor ref(DType::Float32, c.out);
+      auto st = [](const std::vector<int64_t>& s, const std::vector<int64_t>& out, int64_t i) {
+        int64_t idx = 0, stride = 1;
+        for (size_t d = out.size(); d-- > 0;) {
+          int64_t coord = i % out[d];
+          i /= out[d];
+          size_t off = out.size() - s.size();
+          if (d >= off) {
+            if (s[d - off] != 1) idx += coord * stride;
+            stride *= s[d - off];
+          }
+        }
+        return idx;
+      };
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        float x = a.data<float>()[st(c.a, c.out, i)], y = b.data<float>()[st(c.b, c.out, i)];
+        std::string o = op;
+        ref.data<float>()[i] = o == "Add" ? x + y : o == "Sub" ? x - y : o == "Mul" ? x * y : x / y;
+      }
+      auto out = run_model(m, {{"a", a}, {"b", b}});
+      EXPECT_LE(rel_error(out.at("y"), ref), 1e-6) << op;
+    }
+  }
+}
+
+TEST(Elementwise, WrongInputShapeIsAClearError) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {2, 3}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  Tensor x(DType::Float32, {3, 2});
+  try {
+    run_model(m, {{"x", x}});
+    FAIL() << "expected an InputError";
+  } catch (const ocl_infer::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("must have shape [2,3]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,275 @@
+// onnx-conformance: runs the ONNX project's backend test data (model.onnx + test_data_set_*/
+// input_*.pb, output_*.pb) through the public API and compares outputs (rtol 1e-3, atol 1e-5).
+//
+// Each test runs in a forked child so that a crash or hang in one test is a failure of that test,
+// not of the run. Prints a per-op summary of what is unsupported and, last,
+// "conformance: N passed, N failed, N skipped". With --expect FILE, exits 1 when a test listed
+// there does not pass.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "ocl_infer/ocl_infer.hpp"
+
+namespace {
+
+using ocl_infer::DType;
+using ocl_infer::Tensor;
+
+constexpr double kRtol = 1e-3, kAtol = 1e-5;
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> r;
+  if (DIR* d = opendir(path.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') r.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+double get(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::Float32: return t.data<float>()[i];
+    case DType::Float64: return t.data<double>()[i];
+    case DType::Int64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::Int32: return t.data<int32_t>()[i];
+    case DType::Int16: return t.data<int16_t>()[i];
+    case DType::Int8: return t.data<int8_t>()[i];
+    case DType::UInt8: case DType::Bool: return t.data<uint8_t>()[i];
+    case DType::UInt16: return t.data<uint16_t>()[i];
+    case DType::UInt32: return t.data<uint32_t>()[i];
+    case DType::UInt64: return static_cast<double>(t.data<uint64_t>()[i]);
+    default: return NAN;
+  }
+}
+
+// "" when equal within tolerance, else why not.
+std::string compare(const Tensor& got, const Tensor& want) {
+  if (got.dtype != want.dtype)
+    return std::string("dtype ") + ocl_infer::dtype_name(got.dtype) + " != expected " + ocl_infer::dtype_name(want.dtype);
+  if (got.shape != want.shape)
+    return "shape " + ocl_infer::shape_to_string(got.shape) + " != expected " + ocl_infer::shape_to_string(want.shape);
+  if (got.dtype == DType::Float16) return got.bytes == want.bytes ? "" : "float16 bytes differ";
+  bool exact = got.dtype != DType::Float32 && got.dtype != DType::Float64;
+  int bad = 0;
+  std::string first;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double a = get(got, i), b = get(want, i);
+    bool ok = exact ? a == b : ((std::isnan(a) && std::isnan(b)) || a == b || std::fabs(a - b) <= kAtol + kRtol * std::fabs(b));
+    if (!ok && bad++ == 0) {
+      std::ostringstream os;
+      os << "element " << i << ": got " << a << ", expected " << b;
+      first = os.str();
+    }
+  }
+  if (bad) return std::to_string(bad) + " of " + std::to_string(got.numel()) + " elements differ; first " + first;
+  return "";
+}
+
+enum class Outcome { Pass, Fail, Skip };
+
+struct Result {
+  Outcome outcome;
+  std::string detail;
+};
+
+Result run_test(const std::string& dir, const std::string& device) {
+  ocl_infer::SessionOptions opt;
+  opt.device = device;
+  try {
+    auto s = ocl_infer::Session::from_file(dir + "/model.onnx", opt);
+    int sets = 0;
+    for (auto& sub : list_dir(dir)) {
+      if (sub.rfind("test_data_set_", 0) != 0) continue;
+      ++sets;
+      std::string sd = dir + "/" + sub;
+      std::map<std::string, Tensor> feeds;
+      for (size_t k = 0;; ++k) {
+        std::string p = sd + "/input_" + std::to_string(k) + ".pb";
+        if (!exists(p)) break;
+        if (k >= s.inputs().size()) return {Outcome::Fail, "more input files than model inputs"};
+        feeds[s.inputs()[k].name] = ocl_infer::read_tensor_proto(p);
+      }
+      auto outs = s.run(feeds);
+      for (size_t k = 0;; ++k) {
+        std::string p = sd + "/output_" + std::to_string(k) + ".pb";
+        if (!exists(p)) break;
+        if (k >= s.outputs().size()) return {Outcome::Fail, "more output files than model outputs"};
+        Tensor want = ocl_infer::read_tensor_proto(p);
+        std::string why = compare(outs.at(s.outputs()[k].name), want);
+        if (!why.empty()) return {Outcome::Fail, sub + " output '" + s.outputs()[k].name + "': " + why};
+      }
+    }
+    if (sets == 0) return {Outcome::Skip, "no test data sets"};
+    return {Outcome::Pass, ""};
+  } catch (const ocl_infer::UnsupportedError& e) {
+    return {Outcome::Skip, e.what()};
+  } catch (const std::exception& e) {
+    return {Outcome::Fail, e.what()};
+  }
+}
+
+// Runs one test in a child process; a crash or a timeout is a failure.
+Result run_isolated(const std::string& dir, const std::string& device, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return run_test(dir, device);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    Result r = run_test(dir, device);
+    std::string msg = std::to_string(static_cast<int>(r.outcome)) + r.detail;
+    ssize_t off = 0;
+    while (off < static_cast<ssize_t>(msg.size())) {
+      ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += n;
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  int status = 0;
+  // Read until EOF while watching the clock.
+  for (;;) {
+    fd_set set;
+    FD_ZERO(&set);
+    FD_SET(fds[0], &set);
+    timeval tv{0, 200000};
+    int r = select(fds[0] + 1, &set, nullptr, nullptr, &tv);
+    if (r > 0) {
+      ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      msg.append(buf, n);
+    }
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(fds[0]);
+      return {Outcome::Fail, "timed out after " + std::to_string(timeout_s) + " s"};
+    }
+  }
+  close(fds[0]);
+  waitpid(pid, &status, 0);
+  if (msg.empty()) {
+    if (WIFSIGNALED(status)) return {Outcome::Fail, std::string("crashed with signal ") + strsignal(WTERMSIG(status))};
+    return {Outcome::Fail, "child exited without a result"};
+  }
+  return {static_cast<Outcome>(msg[0] - '0'), msg.substr(1)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string root = "/usr/share/libonnx-testdata/data", filter, expect_file, write_file, device;
+  std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+  bool verbose = false;
+  int timeout_s = 60;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--root") root = value();
+    else if (a == "--filter") filter = value();
+    else if (a == "--expect") expect_file = value();
+    else if (a == "--write-expect") write_file = value();
+    else if (a == "--device") device = value();
+    else if (a == "--timeout") timeout_s = std::stoi(value());
+    else if (a == "--verbose" || a == "-v") verbose = true;
+    else {
+      std::cerr << "usage: onnx-conformance [--root DIR] [--filter SUBSTR] [--expect FILE] "
+                   "[--write-expect FILE] [--device D] [--timeout S] [--verbose]\n";
+      return 2;
+    }
+  }
+  std::set<std::string> expected;
+  if (!expect_file.empty()) {
+    std::ifstream f(expect_file);
+    if (!f) {
+      std::cerr << "cannot read " << expect_file << "\n";
+      return 2;
+    }
+    std::string line;
+    while (std::getline(f, line))
+      if (!line.empty() && line[0] != '#') expected.insert(line);
+  }
+  if (!exists(root)) {
+    std::cerr << "no ONNX test data at " << root << " (install Debian's libonnx-testdata)\n";
+    return 2;
+  }
+  int pass = 0, fail = 0, skip = 0;
+  std::vector<std::string> passed, regressions;
+  std::map<std::string, int> unsupported;
+  std::regex op_re("([A-Za-z0-9_.]+) \\(opset \\d+\\)");
+  for (auto& suite : suites) {
+    for (auto& t : list_dir(root + "/" + suite)) {
+      std::string name = suite + "/" + t;
+      if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+      std::string dir = root + "/" + suite + "/" + t;
+      if (!exists(dir + "/model.onnx")) continue;
+      Result r = run_isolated(dir, device, timeout_s);
+      const char* tag = r.outcome == Outcome::Pass ? "PASS" : r.outcome == Outcome::Fail ? "FAIL" : "SKIP";
+      if (r.outcome == Outcome::Pass) ++pass, passed.push_back(name);
+      else if (r.outcome == Outcome::Fail) ++fail;
+      else {
+        ++skip;
+        std::smatch m;
+        std::string d = r.detail;
+        bool any = false;
+        for (auto it = std::sregex_iterator(d.begin(), d.end(), op_re); it != std::sregex_iterator(); ++it) {
+          unsupported[(*it)[1]]++;
+          any = true;
+          if (d.find("unsupported operator") == std::string::npos) break;
+        }
+        if (!any) unsupported["(other: types or attributes)"]++;
+      }
+      if (r.outcome != Outcome::Pass && expected.count(name)) regressions.push_back(name + ": " + r.detail);
+      if (verbose || r.outcome == Outcome::Fail)
+        std::cout << tag << " " << name << (r.detail.empty() ? "" : ": " + r.detail.substr(0, 300)) << "\n";
+    }
+  }
+  if (!unsupported.empty()) {
+    std::vector<std::pair<int, std::string>> rows;
+    for (auto& [op, n] : unsupported) rows.push_back({n, op});
+    std::sort(rows.rbegin(), rows.rend());
+    std::cout << "skipped tests by unsupported operator:\n";
+    for (auto& [n, op] : rows) std::cout << "  " << op << ": " << n << "\n";
+  }
+  if (!write_file.empty()) {
+    std::ofstream f(write_file);
+    f << "# ONNX conformance tests that pass; generated by onnx-conformance --write-expect.\n";
+    for (auto& p : passed) f << p << "\n";
+  }
+  for (auto& r : regressions) std::cout << "REGRESSION " << r.substr(0, 300) << "\n";
+  std::cout << "conformance: " << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
+  return regressions.empty() ? 0 : 1;
+}
