@@ -137,7 +137,7 @@ def pad_static(g, input, padding, mode, value):
 
     torch 1.13's opset-11+ symbolic builds the pads at run time (ConstantOfShape, Concat, Reshape,
     a Slice with step -1, Transpose, Cast) and cannot constant-fold that Slice, so each of the
-    model's 17 "SAME" paddings would drag a 10-node subgraph into the demo model.
+    model's 17 "SAME" paddings would drag 14 extra nodes into the demo model.
     """
     from torch.onnx import symbolic_helper, symbolic_opset11
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Every bad model, image, tensor and argument makes `ocl-infer` exit non-zero (1 or 2, not a
+# signal) with a one-line "ocl-infer: ..." message on stderr.
+# usage: test_cli_errors.sh OCL_INFER_BINARY
+set -uo pipefail
+bin=$1
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto
+w = sys.argv[1]
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+onnx.save(m, w + "/good.onnx")
+data = open(w + "/good.onnx", "rb").read()
+open(w + "/truncated.onnx", "wb").write(data[: len(data) // 2])
+open(w + "/empty.onnx", "wb").write(b"")
+open(w + "/garbage.onnx", "wb").write(bytes(range(256)) * 4)
+g2 = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["t"]), helper.make_node("AlsoMissing", ["t"], ["y"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 13)]), w + "/unsupported.onnx")
+np.save(w + "/x.npy", np.zeros((1, 3, 4, 4), np.float32))
+np.save(w + "/wrong_shape.npy", np.zeros((1, 3, 5, 4), np.float32))
+np.save(w + "/wrong_type.npy", np.zeros((1, 3, 4, 4), np.int32))
+open(w + "/corrupt.npy", "wb").write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'")
+open(w + "/truncated.npy", "wb").write(open(w + "/x.npy", "rb").read()[:100])
+open(w + "/notanimage.jpg", "w").write("hello")
+open(w + "/truncated.png", "wb").write(b"\x89PNG\r\n\x1a\n\x00\x00")
+PY
+fail=0
+expect() {  # expect CODE PATTERN -- ARGS...
+  local code=$1 pat=$2; shift 3
+  local err rc
+  err=$("$bin" "$@" 2>&1 >/dev/null); rc=$?
+  if [ "$rc" != "$code" ] || ! grep -q -- "$pat" <<<"$err" || [ "$(grep -c '^ocl-infer:' <<<"$err")" -lt 1 ]; then
+    echo "FAIL: ocl-infer $* -> rc=$rc (want $code), stderr: $err"; fail=$((fail+1))
+  else
+    echo "ok: $* -> $(grep -v '^ocl-infer: device' <<<"$err" | head -1)"
+  fi
+}
+w=$work
+expect 2 "no model given" --
+expect 2 "unknown option" -- --frobnicate
+expect 2 "needs an integer" -- $w/good.onnx img.jpg --top abc
+expect 2 "three comma-separated" -- $w/good.onnx img.jpg --mean 1,2
+expect 2 "needs --output-dir" -- $w/good.onnx --input x=$w/x.npy
+expect 1 "cannot open model" -- $w/missing.onnx --input x=$w/x.npy --output-dir $w/o
+expect 1 "empty" -- $w/empty.onnx --input x=$w/x.npy --output-dir $w/o
+expect 1 "not a valid ONNX model" -- $w/truncated.onnx --input x=$w/x.npy --output-dir $w/o
+expect 1 "not a valid ONNX model" -- $w/garbage.onnx --input x=$w/x.npy --output-dir $w/o
+expect 1 "AlsoMissing (opset 13).*NoSuchOp (opset 13)" -- $w/unsupported.onnx --input x=$w/x.npy --output-dir $w/o
+expect 1 "must have shape \[1,3,4,4\]" -- $w/good.onnx --input x=$w/wrong_shape.npy --output-dir $w/o
+expect 1 "must be float32, got int32" -- $w/good.onnx --input x=$w/wrong_type.npy --output-dir $w/o
+expect 1 "no input named 'nope'" -- $w/good.onnx --input nope=$w/x.npy --output-dir $w/o
+expect 1 "not a valid .npy" -- $w/good.onnx --input x=$w/corrupt.npy --output-dir $w/o
+expect 1 "truncated" -- $w/good.onnx --input x=$w/truncated.npy --output-dir $w/o
+expect 1 "cannot open" -- $w/good.onnx --input x=$w/missing.npy --output-dir $w/o
+expect 1 "cannot read image" -- $w/good.onnx $w/notanimage.jpg
+expect 1 "cannot read image" -- $w/good.onnx $w/truncated.png
+expect 1 "cannot read image" -- $w/good.onnx $w/missing.jpg
+expect 1 "no OpenCL device with index 99" -- $w/good.onnx --device 99 --input x=$w/x.npy --output-dir $w/o
+# And the good case works and writes the output.
+"$bin" $w/good.onnx --input x=$w/x.npy --output-dir $w/o 2>/dev/null && [ -f $w/o/y.npy ] || { echo "FAIL: good model"; fail=$((fail+1)); }
+echo "cli errors: $fail failed"
+[ $fail -eq 0 ]

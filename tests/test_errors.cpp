@@ -1,0 +1,135 @@
+// Bad models and bad inputs give specific errors of the right type, never a crash.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+template <typename E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO ERROR";
+}
+
+ocl_infer::Session load(const std::string& bytes) {
+  return ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+}
+
+ModelBuilder relu_model() {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {2, 3}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  return m;
+}
+
+TEST(Errors, EmptyTruncatedAndGarbageModels) {
+  EXPECT_NE(error_of<ocl_infer::ModelError>([] { load(""); }).find("empty"), std::string::npos);
+  std::string good = relu_model().bytes();
+  std::string msg = error_of<ocl_infer::ModelError>([&] { load(good.substr(0, good.size() / 2)); });
+  EXPECT_NE(msg.find("not a valid ONNX model"), std::string::npos) << msg;
+  msg = error_of<ocl_infer::ModelError>([] { load("this is not a protobuf at all, just text\n"); });
+  EXPECT_NE(msg.find("not a valid ONNX model"), std::string::npos) << msg;
+  msg = error_of<ocl_infer::ModelError>([] { ocl_infer::Session::from_file("/nonexistent/model.onnx"); });
+  EXPECT_NE(msg.find("cannot open model"), std::string::npos) << msg;
+}
+
+TEST(Errors, AllUnsupportedOpsAreListed) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {2, 3}).output("y");
+  m.node("FancyOpA", {"x"}, {"a"});
+  m.node("FancyOpB", {"a"}, {"b"});
+  m.node("FancyOpA", {"b"}, {"y"});
+  std::string msg = error_of<ocl_infer::UnsupportedError>([&] { load(m.bytes()); });
+  EXPECT_NE(msg.find("2 unsupported operators"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("FancyOpA (opset 17): nodes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("FancyOpB (opset 17)"), std::string::npos) << msg;
+}
+
+TEST(Errors, DanglingReferenceAndCycle) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {2}).output("y");
+  m.node("Add", {"x", "nowhere"}, {"y"});
+  std::string msg = error_of<ocl_infer::ModelError>([&] { load(m.bytes()); });
+  EXPECT_NE(msg.find("'nowhere'"), std::string::npos) << msg;
+
+  ModelBuilder c;
+  c.input("x", DType::Float32, {2}).output("y");
+  c.node("Add", {"x", "b"}, {"a"});
+  c.node("Relu", {"a"}, {"b"});
+  c.node("Relu", {"a"}, {"y"});
+  msg = error_of<ocl_infer::ModelError>([&] { load(c.bytes()); });
+  EXPECT_NE(msg.find("cycle"), std::string::npos) << msg;
+}
+
+TEST(Errors, InitializerSizeMismatchAndAbsurdDims) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {4}).output("y");
+  m.node("Add", {"x", "w"}, {"y"});
+  auto* init = m.proto().mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(1);
+  init->add_dims(4);
+  init->set_raw_data(std::string(12, '\0'));
+  std::string msg = error_of<ocl_infer::ModelError>([&] { load(m.bytes()); });
+  EXPECT_NE(msg.find("raw data holds 12 bytes"), std::string::npos) << msg;
+
+  ModelBuilder a;
+  a.input("x", DType::Float32, {4}).output("y");
+  a.node("Add", {"x", "w"}, {"y"});
+  auto* big = a.proto().mutable_graph()->add_initializer();
+  big->set_name("w");
+  big->set_data_type(1);
+  big->add_dims(1000000);
+  big->add_dims(1000000);
+  msg = error_of<ocl_infer::ModelError>([&] { load(a.bytes()); });
+  EXPECT_NE(msg.find("absurd"), std::string::npos) << msg;
+}
+
+TEST(Errors, WrongInputsAreRejected) {
+  auto s = load(relu_model().bytes());
+  Tensor good(DType::Float32, {2, 3});
+  EXPECT_NE(error_of<ocl_infer::InputError>([&] { s.run({}); }).find("'x' was not given"), std::string::npos);
+  EXPECT_NE(error_of<ocl_infer::InputError>([&] { s.run({{"x", good}, {"z", good}}); }).find("no input named 'z'"), std::string::npos);
+  Tensor wrong_type(DType::Int64, {2, 3});
+  EXPECT_NE(error_of<ocl_infer::InputError>([&] { s.run({{"x", wrong_type}}); }).find("must be float32"), std::string::npos);
+  Tensor wrong_rank(DType::Float32, {6});
+  EXPECT_NE(error_of<ocl_infer::InputError>([&] { s.run({{"x", wrong_rank}}); }).find("rank 2"), std::string::npos);
+  Tensor short_data(DType::Float32, {2, 3});
+  short_data.bytes.resize(8);
+  EXPECT_NE(error_of<ocl_infer::InputError>([&] { s.run({{"x", short_data}}); }).find("holds 8 bytes"), std::string::npos);
+}
+
+TEST(Errors, MissingDeviceIsReported) {
+  ocl_infer::SessionOptions opt;
+  opt.device = "no-such-device-xyz";
+  std::string b = relu_model().bytes();
+  std::string msg = error_of<ocl_infer::DeviceError>([&] { ocl_infer::Session::from_memory(b.data(), b.size(), opt); });
+  EXPECT_NE(msg.find("no OpenCL device matches"), std::string::npos) << msg;
+}
+
+TEST(Session, ReplansWhenTheBatchChanges) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {-1, 3}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  auto s = load(m.bytes());
+  for (int64_t batch : {1, 4, 2}) {
+    Tensor x(DType::Float32, {batch, 3});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2.f;
+    auto out = s.run({{"x", x}});
+    ASSERT_EQ(out.at("y").shape, (std::vector<int64_t>{batch, 3}));
+    for (int64_t i = 0; i < x.numel(); ++i)
+      EXPECT_EQ(out.at("y").data<float>()[i], std::max(0.f, x.data<float>()[i]));
+  }
+}
+
+}  // namespace
