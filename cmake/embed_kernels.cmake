@@ -1,5 +1,7 @@
 # Generates a C++ file that holds every kernels/*.cl file as a string, so the library needs no
-# kernel files at run time. Invoked as: cmake -DOUT=file.cpp -DSOURCES="a.cl;b.cl" -P this.
+# kernel files at run time. Invoked as: cmake -DOUT=file.cpp -DKERNEL_DIR=dir -P this.
+file(GLOB SOURCES ${KERNEL_DIR}/*.cl)
+list(SORT SOURCES)
 set(body "// Generated from kernels/*.cl by cmake/embed_kernels.cmake. Do not edit.\n")
 string(APPEND body "#include \"runtime/kernel_table.hpp\"\n\nnamespace oi {\nnamespace {\n")
 set(rows "")

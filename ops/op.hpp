@@ -21,6 +21,10 @@ struct Launch {
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: let the driver choose
   int node = -1;
+  // Work of this launch for the profiler; the planner fills them in from the node's shapes
+  // (attributed to a node's last launch).
+  double flops = 0;
+  double bytes = 0;
 };
 
 // What the build step may allocate and launch. Implemented by the planner.

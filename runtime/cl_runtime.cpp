@@ -210,12 +210,13 @@ void KernelDeleter::operator()(cl_kernel k) const {
 }
 
 ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
-                     std::function<void(const std::string&)> log)
-    : dev_(dev), log_(std::move(log)) {
+                     std::function<void(const std::string&)> log, bool profiling)
+    : dev_(dev), profiling_(profiling), log_(std::move(log)) {
   cl_int err = CL_SUCCESS;
   context_ = clCreateContext(nullptr, 1, &dev_.device, nullptr, nullptr, &err);
   cl_check(err, "clCreateContext");
-  queue_ = clCreateCommandQueue(context_, dev_.device, 0, &err);
+  queue_ = clCreateCommandQueue(context_, dev_.device,
+                                profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
   if (err != CL_SUCCESS) {
     clReleaseContext(context_);
     cl_check(err, "clCreateCommandQueue");

@@ -60,8 +60,9 @@ struct CompileStats {
 
 class ClRuntime {
  public:
+  // profiling: create the queue with CL_QUEUE_PROFILING_ENABLE.
   ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
-            std::function<void(const std::string&)> log);
+            std::function<void(const std::string&)> log, bool profiling = false);
   ~ClRuntime();
   ClRuntime(const ClRuntime&) = delete;
   ClRuntime& operator=(const ClRuntime&) = delete;
@@ -71,6 +72,7 @@ class ClRuntime {
   cl_command_queue queue() const { return queue_; }
   cl_device_id device() const { return dev_.device; }
   bool has_fp64() const { return has_fp64_; }
+  bool profiling() const { return profiling_; }
 
   // Allocates `bytes` (at least 1) of device memory. Throws DeviceError (out of memory names the
   // size) on failure.
@@ -93,6 +95,7 @@ class ClRuntime {
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   bool has_fp64_ = false;
+  bool profiling_ = false;
   std::string cache_dir_;
   std::function<void(const std::string&)> log_;
   std::map<std::string, cl_program> programs_;

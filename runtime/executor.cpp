@@ -3,7 +3,8 @@
 namespace oi {
 
 std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl,
-                                      const std::map<int, const Tensor*>& inputs) {
+                                      const std::map<int, const Tensor*>& inputs,
+                                      std::vector<cl_event>* events) {
   cl_command_queue q = cl.queue();
   for (auto& [id, t] : inputs) {
     const BufferPtr& b = plan.buffers[id];
@@ -13,11 +14,13 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl,
                                   nullptr, nullptr),
              "clEnqueueWriteBuffer(input)");
   }
-  for (auto& l : plan.launches) {
+  if (events) events->assign(plan.launches.size(), nullptr);
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const Launch& l = plan.launches[i];
     cl_int err = clEnqueueNDRangeKernel(q, l.kernel.get(), static_cast<cl_uint>(l.global.size()),
                                         nullptr, l.global.data(),
                                         l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
-                                        nullptr);
+                                        events ? &(*events)[i] : nullptr);
     if (err != CL_SUCCESS)
       throw ocl_infer::DeviceError(describe_node(plan.graph, plan.graph.nodes[l.node]) + ": " +
                                    "clEnqueueNDRangeKernel(" + l.kernel_name + ") failed: " +

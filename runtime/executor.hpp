@@ -10,7 +10,10 @@
 namespace oi {
 
 // `inputs` by model input value id; returns outputs by name. Throws DeviceError on CL failures.
+// With `events`, one event per launch is returned there (the caller releases them); without, no
+// events are created.
 std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl,
-                                      const std::map<int, const Tensor*>& inputs);
+                                      const std::map<int, const Tensor*>& inputs,
+                                      std::vector<cl_event>* events = nullptr);
 
 }  // namespace oi

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "runtime/profiler.hpp"
+
 namespace oi {
 
 using ocl_infer::dtype_name;
@@ -175,7 +177,12 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
     }
     if (!def->build)
       ctx.unsupported("can only be computed at plan time, but an input is not known then");
+    const size_t before = p.launches.size();
     def->build(ctx);
+    if (p.launches.size() > before) {
+      p.launches.back().flops = node_flops(g, n);
+      p.launches.back().bytes = node_bytes(g, n);
+    }
     p.device_nodes.push_back(ni);
   }
   // Graph outputs that are graph inputs or produced by device nodes need buffers even when no

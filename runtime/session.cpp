@@ -10,6 +10,7 @@
 #include "onnx/loader.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/plan.hpp"
+#include "runtime/profiler.hpp"
 
 namespace ocl_infer {
 
@@ -42,6 +43,7 @@ struct Session::Impl {
   std::unique_ptr<oi::Plan> plan;
   std::string plan_key;
   SessionStats stats;
+  oi::ProfileAccumulator profile;
 
   void log(const std::string& s) const {
     if (options.log) options.log(s);
@@ -63,7 +65,7 @@ struct Session::Impl {
     auto dev = oi::select_device(options.device);
     log("device: " + dev.info.name + " (" + dev.info.type + ", " + dev.info.platform + ", " +
         dev.info.opencl_c_version + ")");
-    cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log);
+    cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
   }
 
   // Checks the fed tensors against the model's inputs; returns them by value id.
@@ -162,9 +164,32 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     s.stats.programs_built = s.cl->compile_stats().built - built_before;
     s.stats.programs_cached = s.cl->compile_stats().cached - cached_before;
     s.stats.kernel_launches = static_cast<int>(s.plan->launches.size());
+    if (s.options.profiling) s.profile.reset(*s.plan);
   }
-  return oi::execute(*s.plan, *s.cl, ins);
+  if (!s.options.profiling) return oi::execute(*s.plan, *s.cl, ins);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<cl_event> events;
+  struct Release {
+    std::vector<cl_event>& e;
+    ~Release() {
+      for (cl_event x : e)
+        if (x) clReleaseEvent(x);
+    }
+  } release{events};
+  auto out = oi::execute(*s.plan, *s.cl, ins, &events);
+  s.profile.add_run(*s.plan, events, ms_since(t0) * 1000.0);
+  return out;
 }
+
+std::vector<LayerProfile> Session::profile() const { return impl_->profile.layers(); }
+
+void Session::reset_profile() {
+  if (impl_->plan) impl_->profile.reset(*impl_->plan);
+}
+
+std::vector<double> Session::profiled_inference_us() const { return impl_->profile.inference_us(); }
+
+std::vector<double> Session::profiled_wall_us() const { return impl_->profile.wall_us(); }
 
 std::string Session::dump(const std::string& what) const {
   if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");

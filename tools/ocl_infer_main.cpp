@@ -1,7 +1,12 @@
 // ocl-infer: classify images or run a model on raw tensors, using only the public API.
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <random>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +18,7 @@
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "tools/cli_io.hpp"
+#include "tools/profile_report.hpp"
 
 namespace {
 
@@ -39,6 +45,19 @@ options:
   --bgr                 feed channels in BGR order
   --layout nchw|nhwc    input layout (default nchw)
   --dump graph|plan     print a pipeline stage after planning
+
+profiling and benchmarking (inputs: --input files, the first image, or random data):
+  --profile             per-kernel table from OpenCL events, slowest first
+  --profile-order exec  list kernels in execution order instead
+  --profile-json FILE   one record per kernel launch (schema in README.md)
+  --profile-csv FILE    the same as CSV
+  --profile-trace FILE  Chrome trace-event JSON (open in Perfetto or chrome://tracing)
+  --profile-html FILE   self-contained HTML report with charts
+  --bench               latency min/median/p90/max and throughput (with --json: machine-readable)
+  --iterations N        measured runs (default 10 for --profile, 50 for --bench)
+  --duration S          --bench: run for S seconds instead of N iterations
+  --warmup W            unmeasured runs first (default 3)
+  --batch B             batch size for random inputs whose first dim is open (default 1)
   --cache-dir DIR|off   compiled-kernel cache (default ~/.cache/ocl-infer)
   --verbose             progress and timings on stderr
   --version, --help
@@ -57,6 +76,14 @@ struct Args {
   bool json = false, list_devices = false, verbose = false;
   bool crop_given = false;
   cli::Preprocess pre;
+  bool profile = false, profile_exec_order = false, bench = false;
+  std::string profile_json, profile_csv, profile_trace, profile_html;
+  int iterations = -1, warmup = 3, batch = 1;
+  double duration = 0;
+  bool measuring() const {
+    return profile || bench || !profile_json.empty() || !profile_csv.empty() || !profile_trace.empty() ||
+           !profile_html.empty();
+  }
 };
 
 void parse_floats3(const std::string& flag, const std::string& v, float out[3]) {
@@ -129,6 +156,27 @@ Args parse(int argc, char** argv) {
       a.dump = value();
       if (a.dump != "graph" && a.dump != "plan") throw UsageError("--dump must be graph or plan");
     } else if (s == "--cache-dir") a.cache_dir = value();
+    else if (s == "--profile") a.profile = true;
+    else if (s == "--profile-order") {
+      std::string v = value();
+      if (v != "exec" && v != "time") throw UsageError("--profile-order must be exec or time");
+      a.profile_exec_order = v == "exec";
+      a.profile = true;
+    } else if (s == "--profile-json") a.profile_json = value();
+    else if (s == "--profile-csv") a.profile_csv = value();
+    else if (s == "--profile-trace") a.profile_trace = value();
+    else if (s == "--profile-html") a.profile_html = value();
+    else if (s == "--bench") a.bench = true;
+    else if (s == "--iterations") a.iterations = parse_int(s, value(), 1, 100000000);
+    else if (s == "--warmup") a.warmup = parse_int(s, value(), 0, 1000000);
+    else if (s == "--batch") a.batch = parse_int(s, value(), 1, 65536);
+    else if (s == "--duration") {
+      std::string v = value();
+      char* end = nullptr;
+      a.duration = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(a.duration > 0) || a.duration > 86400)
+        throw UsageError("--duration needs a number of seconds in (0, 86400], got '" + v + "'");
+    }
     else if (s == "--verbose" || s == "-v") a.verbose = true;
     else if (s.size() > 1 && s[0] == '-') throw UsageError("unknown option '" + s + "'");
     else if (a.model.empty()) a.model = s;
@@ -136,6 +184,12 @@ Args parse(int argc, char** argv) {
   }
   if (a.list_devices) return a;
   if (a.model.empty()) throw UsageError("no model given");
+  if (a.bench && (a.profile || !a.profile_json.empty() || !a.profile_csv.empty() ||
+                  !a.profile_trace.empty() || !a.profile_html.empty()))
+    throw UsageError("--bench and --profile are separate modes (profiling adds event overhead); run them one at a time");
+  if (a.duration > 0 && !a.bench) throw UsageError("--duration applies to --bench");
+  if (a.iterations < 0) a.iterations = a.bench ? 50 : 10;
+  if (a.measuring()) return a;
   if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
   if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
   if (!a.inputs.empty() && a.output_dir.empty() && a.dump.empty()) throw UsageError("--input needs --output-dir DIR");
@@ -264,6 +318,130 @@ int classify(ocl_infer::Session& s, Args a) {
   return 0;
 }
 
+// Inputs for --bench/--profile: given tensors, the first image, or random data.
+std::map<std::string, Tensor> measurement_inputs(ocl_infer::Session& s, Args& a) {
+  std::map<std::string, Tensor> feeds;
+  if (!a.inputs.empty()) {
+    for (auto& [name, file] : a.inputs) feeds[name] = cli::read_tensor_file(file);
+    return feeds;
+  }
+  if (!a.images.empty()) {
+    const auto& in = s.inputs().at(0);
+    if (!a.crop_given && in.shape.size() == 4) {
+      int64_t hw = a.pre.nhwc ? in.shape[1] : in.shape[2];
+      if (hw > 0) a.pre.crop = static_cast<int>(hw);
+    }
+    feeds[in.name] = cli::load_image(a.images[0], a.pre);
+    return feeds;
+  }
+  std::mt19937 rng(42);
+  for (const auto& in : s.inputs()) {
+    std::vector<int64_t> shape = in.shape;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] < 0) {
+        if (d != 0) throw ocl_infer::InputError("input '" + in.name + "' has an open dimension " + std::to_string(d) +
+                                                 " besides the batch; give --input tensors");
+        shape[d] = a.batch;
+      }
+    Tensor t(in.dtype, shape);
+    if (in.dtype == DType::Float32) {
+      std::normal_distribution<float> dist(0.f, 1.f);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    } else if (in.dtype != DType::Int64 && in.dtype != DType::Int32 && in.dtype != DType::Bool) {
+      throw ocl_infer::InputError(std::string("random inputs of type ") + ocl_infer::dtype_name(in.dtype) +
+                                  " are not supported; give --input tensors");
+    }  // integer and bool inputs stay zero: valid indices and masks for most models
+    feeds[in.name] = std::move(t);
+  }
+  return feeds;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw ocl_infer::InputError("cannot write '" + path + "': " + std::strerror(errno));
+  f << text;
+  if (!f) throw ocl_infer::InputError("writing '" + path + "' failed");
+}
+
+double since_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int measure(ocl_infer::Session& s, Args& a) {
+  auto feeds = measurement_inputs(s, a);
+  auto t0 = std::chrono::steady_clock::now();
+  s.run(feeds);
+  double first_ms = since_ms(t0);
+  for (int i = 0; i < a.warmup; ++i) s.run(feeds);
+  const bool progress = isatty(2) || a.verbose;
+  auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  std::vector<double> times;
+  if (a.bench) {
+    for (int i = 0;; ++i) {
+      if (a.duration > 0 ? since_ms(start) >= a.duration * 1000 : i >= a.iterations) break;
+      auto t = std::chrono::steady_clock::now();
+      s.run(feeds);
+      times.push_back(since_ms(t));
+      if (since_ms(last_report) > 2000) {
+        last_report = std::chrono::steady_clock::now();
+        if (progress || a.duration > 0 || a.iterations > 100) {
+          std::cerr << "ocl-infer: bench " << times.size();
+          if (a.duration > 0) std::cerr << " runs, " << static_cast<int>(since_ms(start) / 1000) << "/" << a.duration << " s";
+          else std::cerr << "/" << a.iterations << " runs";
+          std::cerr << ", last " << times.back() << " ms\n";
+        }
+      }
+    }
+    std::vector<double> v = times;
+    std::sort(v.begin(), v.end());
+    auto pct = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))]; };
+    double total_s = 0;
+    for (double t : v) total_s += t / 1000;
+    int64_t batch = 1;
+    const auto& first = feeds.begin()->second;
+    if (!first.shape.empty()) batch = first.shape[0];
+    double throughput = static_cast<double>(v.size() * batch) / total_s;
+    if (a.json) {
+      std::cout << "{\"model\": \"" << json_escape(a.model) << "\", \"device\": \"" << json_escape(s.device().name)
+                << "\", \"iterations\": " << v.size() << ", \"warmup\": " << a.warmup << ", \"batch\": " << batch
+                << ", \"min_ms\": " << v.front() << ", \"median_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9)
+                << ", \"max_ms\": " << v.back() << ", \"throughput_per_s\": " << throughput
+                << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms << "}\n";
+    } else {
+      char line[256];
+      std::cout << "model:      " << a.model << "\ndevice:     " << s.device().name << "\n";
+      std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), a.warmup, static_cast<long long>(batch));
+      std::cout << line;
+      std::snprintf(line, sizeof line, "latency:    min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", v.front(), pct(0.5), pct(0.9), v.back());
+      std::cout << line;
+      std::snprintf(line, sizeof line, "throughput: %.2f inferences/s\n", throughput);
+      std::cout << line;
+      std::snprintf(line, sizeof line, "start-up:   plan %.1f ms (compile %.1f ms, %d built, %d cached), first inference %.1f ms\n",
+                    s.stats().plan_ms, s.stats().compile_ms, s.stats().programs_built, s.stats().programs_cached, first_ms);
+      std::cout << line;
+    }
+    return 0;
+  }
+  s.reset_profile();
+  for (int i = 0; i < a.iterations; ++i) {
+    s.run(feeds);
+    if (since_ms(last_report) > 2000 && progress) {
+      last_report = std::chrono::steady_clock::now();
+      std::cerr << "ocl-infer: profile " << i + 1 << "/" << a.iterations << " runs\n";
+    }
+  }
+  auto layers = s.profile();
+  auto summary = cli::summarize(s, a.model, a.iterations, a.warmup, first_ms);
+  if (a.profile || (a.profile_json.empty() && a.profile_csv.empty() && a.profile_trace.empty() && a.profile_html.empty()))
+    std::cout << cli::format_profile_table(layers, summary, a.profile_exec_order);
+  if (!a.profile_json.empty()) write_text(a.profile_json, cli::profile_json(layers, summary));
+  if (!a.profile_csv.empty()) write_text(a.profile_csv, cli::profile_csv(layers));
+  if (!a.profile_trace.empty()) write_text(a.profile_trace, cli::profile_trace(layers, summary));
+  if (!a.profile_html.empty()) write_text(a.profile_html, cli::profile_html(layers, summary));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -279,11 +457,12 @@ int main(int argc, char** argv) {
     ocl_infer::SessionOptions opt;
     opt.device = a.device;
     opt.cache_dir = a.cache_dir;
+    opt.profiling = a.measuring() && !a.bench;
     opt.log = [&](const std::string& m) {
       if (a.verbose || m.rfind("device:", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
     };
     auto s = ocl_infer::Session::from_file(a.model, opt);
-    int rc = a.images.empty() ? run_tensors(s, a) : classify(s, a);
+    int rc = a.measuring() ? measure(s, a) : a.images.empty() ? run_tensors(s, a) : classify(s, a);
     if (a.verbose) {
       auto& st = s.stats();
       std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "

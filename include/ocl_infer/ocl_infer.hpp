@@ -122,6 +122,9 @@ struct SessionOptions {
   std::string cache_dir;
   // Receives progress and diagnostics (device chosen, compile progress); may be empty.
   std::function<void(const std::string&)> log;
+  // Records per-kernel OpenCL event timings on every run (see Session::profile()). Off by default;
+  // when off the queue is created without profiling and no events are made.
+  bool profiling = false;
 };
 
 // Name, element type and shape of a model input or output. Dims that the model leaves open are -1
@@ -141,6 +144,24 @@ struct SessionStats {
   int programs_built = 0;     // compiled from source
   int programs_cached = 0;    // loaded from the disk cache
   int kernel_launches = 0;    // per inference in the current plan
+};
+
+// One kernel launch of a plan, as measured by the profiler.
+struct LayerProfile {
+  int index = 0;                        // position in the plan's launch order
+  std::vector<std::string> node_names;  // the ONNX nodes this kernel computes (several if fused)
+  std::vector<std::string> op_types;
+  std::vector<int64_t> output_shape;
+  std::string kernel;                   // "<file>:<entry>"
+  std::vector<size_t> global, local;    // local empty = chosen by the driver
+  int runs = 0;                         // inferences aggregated
+  double avg_us = 0, min_us = 0, max_us = 0;
+  double start_us = 0;                  // offset of the last run's start from that run's first kernel
+  double flops = 0;                     // floating-point operations per launch (0 if not counted)
+  double bytes = 0;                     // bytes read + written per launch (estimate from tensor sizes)
+  // Event timestamps the driver returned that cannot be right (zero or negative durations, or a
+  // start before the previous kernel's end on an in-order queue); empty when all were sane.
+  std::string timestamp_problem;
 };
 
 class Session {
@@ -166,6 +187,17 @@ class Session {
   std::string dump(const std::string& what) const;
 
   const SessionStats& stats() const;
+
+  // Per-kernel-launch timings accumulated over the runs since the session was made or
+  // reset_profile() was called; empty unless SessionOptions::profiling was set. One record per
+  // launch of the current plan, in execution order.
+  std::vector<LayerProfile> profile() const;
+  void reset_profile();
+  // Device time of whole inferences (first kernel start to last kernel end), microseconds, one per
+  // profiled run.
+  std::vector<double> profiled_inference_us() const;
+  // Wall-clock time of whole inferences (run() entry to return), microseconds, one per profiled run.
+  std::vector<double> profiled_wall_us() const;
 
  private:
   struct Impl;
