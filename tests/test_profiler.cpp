@@ -1,0 +1,109 @@
+// Profiler: FLOP counts against hand-computed values, one record per kernel launch, and per-layer
+// times that add up to the device time of the whole inference.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "runtime/profiler.hpp"
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+// A graph with one node whose values have the given shapes.
+oi::Graph one_node(const std::string& op, const std::vector<oi::Shape>& ins, const oi::Shape& out,
+                   std::map<std::string, oi::Attribute> attrs = {}) {
+  oi::Graph g;
+  oi::Node n;
+  n.op_type = op;
+  n.name = op;
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    int id = g.add_value("in" + std::to_string(i));
+    g.values[id].shape = ins[i];
+    g.values[id].dtype = ocl_infer::DType::Float32;
+    n.inputs.push_back(id);
+  }
+  int o = g.add_value("out");
+  g.values[o].shape = out;
+  g.values[o].dtype = ocl_infer::DType::Float32;
+  n.outputs.push_back(o);
+  g.nodes.push_back(n);
+  return g;
+}
+
+TEST(Profiler, FlopCountsMatchHandComputedValues) {
+  // Conv: 4 output channels x 8x8 pixels, each 3*3*3 multiply-adds + bias = 256 * (2*27 + 1).
+  auto g = one_node("Conv", {{1, 3, 8, 8}, {4, 3, 3, 3}, {4}}, {1, 4, 8, 8});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 256.0 * 55);
+  // Grouped conv: W [6, 1, 3, 3] (depthwise, groups 6) on a 5x5 output: 150 outputs * 2*9.
+  g = one_node("Conv", {{1, 6, 5, 5}, {6, 1, 3, 3}}, {1, 6, 5, 5});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 150.0 * 18);
+  // ConvTranspose: 2x3x3 input elements each scatter to 3 (Cout/g) * 3*3 outputs: 2*18*27.
+  g = one_node("ConvTranspose", {{1, 2, 3, 3}, {2, 3, 3, 3}}, {1, 3, 5, 5});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 972.0);
+  // Gemm 5x7 * 7x3 + C: 15 outputs * (2*7 + 1).
+  g = one_node("Gemm", {{5, 7}, {7, 3}, {3}}, {5, 3});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 225.0);
+  // Gemm with transA: A is [K, M] = [7, 5].
+  oi::Attribute ta;
+  ta.kind = oi::Attribute::Kind::Int;
+  ta.i = 1;
+  g = one_node("Gemm", {{7, 5}, {7, 3}}, {5, 3}, {{"transA", ta}});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 15.0 * 14);
+  // Batched MatMul [2,5,7] x [7,3]: 30 outputs * 2*7.
+  g = one_node("MatMul", {{2, 5, 7}, {7, 3}}, {2, 5, 3});
+  EXPECT_DOUBLE_EQ(oi::node_flops(g, g.nodes[0]), 420.0);
+}
+
+TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
+  ModelBuilder m;
+  const std::vector<int64_t> shape{64, 3, 61, 67};
+  m.input("x", DType::Float32, shape).output("y");
+  m.node("Sigmoid", {"x"}, {"a"});
+  m.node("Mul", {"x", "a"}, {"b"});
+  m.node("Tanh", {"b"}, {"c"});
+  m.node("Add", {"c", "x"}, {"y"});
+  std::string bytes = m.bytes();
+  ocl_infer::SessionOptions opt;
+  opt.profiling = true;
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), opt);
+  std::mt19937 rng(3);
+  Tensor x = random_tensor(shape, rng);
+  s.run({{"x", x}});
+  s.reset_profile();
+  const int runs = 5;
+  for (int i = 0; i < runs; ++i) s.run({{"x", x}});
+  auto prof = s.profile();
+  ASSERT_EQ(static_cast<int>(prof.size()), s.stats().kernel_launches);
+  ASSERT_EQ(prof.size(), 4u);
+  double sum = 0;
+  for (auto& l : prof) {
+    EXPECT_EQ(l.runs, runs);
+    EXPECT_GT(l.avg_us, 0);
+    EXPECT_LE(l.min_us, l.avg_us);
+    EXPECT_TRUE(l.timestamp_problem.empty()) << l.timestamp_problem;
+    sum += l.avg_us;
+  }
+  auto whole = s.profiled_inference_us();
+  ASSERT_EQ(whole.size(), static_cast<size_t>(runs));
+  double mean_whole = std::accumulate(whole.begin(), whole.end(), 0.0) / runs;
+  EXPECT_NEAR(sum, mean_whole, 0.10 * mean_whole) << "per-layer sum " << sum << " us vs whole " << mean_whole << " us";
+  EXPECT_EQ(prof[0].op_types[0], "Sigmoid");
+  EXPECT_EQ(prof[3].node_names[0], "Add_4");
+  EXPECT_EQ(prof[3].output_shape, shape);
+  EXPECT_DOUBLE_EQ(prof[1].flops, static_cast<double>(64 * 3 * 61 * 67));
+}
+
+TEST(Profiler, OffByDefault) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {4}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  std::string bytes = m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+  s.run({{"x", Tensor(DType::Float32, {4})}});
+  EXPECT_TRUE(s.profile().empty());
+}
+
+}  // namespace
