@@ -477,8 +477,16 @@ void cast_build(OpContext& ctx) {
 }  // namespace
 
 void add_elementwise_ops(std::vector<OpDef>& t) {
-  for (auto& u : kUnary) t.push_back({u.onnx, 1, unary_infer, u.host ? unary_host : nullptr, unary_build});
-  for (auto& b : kBinary) t.push_back({b.onnx, 1, binary_infer, binary_host, binary_build});
+  for (auto& u : kUnary) {
+    OpDef d{u.onnx, 1, unary_infer, u.host ? unary_host : nullptr, unary_build};
+    d.inplace = true;
+    t.push_back(d);
+  }
+  for (auto& b : kBinary) {
+    OpDef d{b.onnx, 1, binary_infer, binary_host, binary_build};
+    d.inplace = true;
+    t.push_back(d);
+  }
   t.push_back({"Mod", 10, mod_infer, nullptr, mod_build});
   t.push_back({"BitShift", 11, bitshift_infer, nullptr, bitshift_build});
   for (const char* v : {"Sum", "Mean", "Min", "Max"})

@@ -123,6 +123,14 @@ struct OpDef {
   uint32_t value_inputs = 0;
   // host() needs only input shapes, not data (Shape, Size).
   bool host_needs_shapes_only = false;
+  // Output 0 is a view of input 0 (build calls alias(), no kernel): the buffer planner shares the
+  // bytes.
+  bool view = false;
+  // Output 0 may be written over input 0 or 1 when that input has the output's shape and type and
+  // dies at this node (pure elementwise kernels).
+  bool inplace = false;
+  // build() honours Node::epilogue (fused activation / residual add) on output 0.
+  bool epilogue = false;
 };
 
 // Highest since_version <= opset for (domain, op_type); nullptr when unsupported.

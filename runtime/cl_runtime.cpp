@@ -54,7 +54,8 @@ void cl_check(cl_int err, const char* call) {
                     std::to_string(err) + ")");
 }
 
-std::string kernel_source(const std::string& name) {
+namespace {
+std::string raw_kernel_source(const std::string& name) {
   if (const char* dir = std::getenv("OCL_INFER_KERNEL_DIR"); dir && *dir) {
     std::ifstream f(std::string(dir) + "/" + name + ".cl");
     if (f) {
@@ -66,6 +67,28 @@ std::string kernel_source(const std::string& name) {
   for (const EmbeddedKernel* k = embedded_kernels(); k->name; ++k)
     if (name == k->name) return k->source;
   throw ocl_infer::Error("internal: no kernel file '" + name + ".cl'");
+}
+}  // namespace
+
+std::string kernel_source(const std::string& name) {
+  // Resolve `#include "other.cl"` lines against the embedded files (one level is enough for
+  // shared snippets such as epilogue.cl); the device compiler never sees a file system.
+  std::string src = raw_kernel_source(name), out;
+  std::istringstream in(src);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto p = line.find("#include \"");
+    if (p != std::string::npos && line.find_first_not_of(" \t") == p) {
+      auto q = line.find('"', p + 10);
+      std::string file = line.substr(p + 10, q == std::string::npos ? std::string::npos : q - p - 10);
+      if (file.size() > 3 && file.compare(file.size() - 3, 3, ".cl") == 0) {
+        out += raw_kernel_source(file.substr(0, file.size() - 3)) + "\n";
+        continue;
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 namespace {
@@ -223,6 +246,7 @@ ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
   }
   std::string ext = device_string(dev_.device, CL_DEVICE_EXTENSIONS);
   has_fp64_ = ext.find("cl_khr_fp64") != std::string::npos;
+  base_align_ = std::max<size_t>(device_scalar<cl_uint>(dev_.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
   cache_dir_ = cache_dir.empty() ? default_cache_dir() : (cache_dir == "off" ? "" : cache_dir);
 }
 
@@ -248,6 +272,18 @@ BufferPtr ClRuntime::alloc(size_t bytes) {
   auto b = std::make_shared<DeviceBuffer>();
   b->mem = m;
   b->bytes = bytes;
+  return b;
+}
+
+BufferPtr ClRuntime::sub_buffer(const BufferPtr& parent, size_t offset, size_t bytes) {
+  cl_buffer_region region{offset, bytes};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  cl_check(err, "clCreateSubBuffer");
+  auto b = std::make_shared<DeviceBuffer>();
+  b->mem = m;
+  b->bytes = bytes;
+  b->parent = parent;
   return b;
 }
 

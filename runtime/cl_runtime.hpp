@@ -43,6 +43,7 @@ DeviceHandle select_device(const std::string& spec);
 struct DeviceBuffer {
   cl_mem mem = nullptr;
   size_t bytes = 0;
+  std::shared_ptr<DeviceBuffer> parent;  // for sub-buffers
   ~DeviceBuffer();
 };
 using BufferPtr = std::shared_ptr<DeviceBuffer>;
@@ -77,6 +78,11 @@ class ClRuntime {
   // Allocates `bytes` (at least 1) of device memory. Throws DeviceError (out of memory names the
   // size) on failure.
   BufferPtr alloc(size_t bytes);
+  // A view of bytes [offset, offset+bytes) of `parent`; offset must be a multiple of
+  // base_addr_align(). The view keeps the parent alive.
+  BufferPtr sub_buffer(const BufferPtr& parent, size_t offset, size_t bytes);
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes.
+  size_t base_addr_align() const { return base_align_; }
   // Allocates and fills synchronously from host memory.
   BufferPtr upload(const void* data, size_t bytes);
 
@@ -96,6 +102,7 @@ class ClRuntime {
   cl_command_queue queue_ = nullptr;
   bool has_fp64_ = false;
   bool profiling_ = false;
+  size_t base_align_ = 128;
   std::string cache_dir_;
   std::function<void(const std::string&)> log_;
   std::map<std::string, cl_program> programs_;

@@ -75,6 +75,33 @@ int Graph::add_value(const std::string& name) {
   return static_cast<int>(values.size()) - 1;
 }
 
+void Graph::compact() {
+  std::vector<Node> kept;
+  for (auto& n : nodes)
+    if (!n.removed) kept.push_back(std::move(n));
+  nodes = std::move(kept);
+  for (auto& v : values) v.producer = -1;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int o : nodes[i].outputs)
+      if (o >= 0) values[o].producer = static_cast<int>(i);
+}
+
+int Graph::readers(int v) const {
+  int n = 0;
+  for (auto& node : nodes)
+    if (!node.removed)
+      for (int in : node.inputs) n += in == v;
+  for (int o : outputs) n += o == v;
+  return n;
+}
+
+std::string covered_ops(const Node& n) {
+  if (n.covers.empty()) return n.op_type;
+  std::string s;
+  for (auto& [name, op] : n.covers) s += (s.empty() ? "" : "+") + op;
+  return s;
+}
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (auto d : s) n *= d;

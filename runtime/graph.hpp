@@ -27,6 +27,16 @@ struct Attribute {
   std::vector<std::string> strings;
 };
 
+// Work fused into a producing node (conv, gemm, matmul): applied to each output element before it
+// is stored, as y = act(x + residual).
+struct Epilogue {
+  enum class Act { None, Relu, Clip, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Silu, Gelu };
+  Act act = Act::None;
+  float alpha = 0, beta = 0;  // Clip: min/max; LeakyRelu: alpha; HardSigmoid: alpha/beta
+  int residual = -1;          // value id added before the activation, same shape as the output
+  bool empty() const { return act == Act::None && residual < 0; }
+};
+
 struct Node {
   std::string name;  // never empty: the loader names anonymous nodes "<op_type>_<index>"
   std::string op_type;
@@ -34,6 +44,11 @@ struct Node {
   std::map<std::string, Attribute> attrs;
   std::vector<int> inputs;  // value ids; -1 marks an omitted optional input
   std::vector<int> outputs;  // value ids; -1 marks an omitted optional output
+  // The original ONNX nodes this node computes after fusion, "name" and "op_type" pairs; empty
+  // means just itself.
+  std::vector<std::pair<std::string, std::string>> covers;
+  Epilogue epilogue;
+  bool removed = false;  // deleted by an optimizer pass; skipped everywhere
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }
   // Typed attribute getters; throw ModelError naming the node when the attribute has another kind.
@@ -66,8 +81,15 @@ struct Graph {
 
   int64_t opset(const std::string& domain = "") const;
   int find_value(const std::string& name) const;  // -1 when absent
+  // Drops removed nodes and recomputes every value's producer.
+  void compact();
+  // Number of live nodes that read value `v` (graph outputs count as a reader too).
+  int readers(int v) const;
   int add_value(const std::string& name);
 };
+
+// "Conv+BatchNormalization+Relu" for a fused node, else its op type.
+std::string covered_ops(const Node& n);
 
 // Helpers shared by every stage.
 int64_t numel(const Shape& s);

@@ -19,6 +19,7 @@ class Builder : public DeviceBuilder {
   ClRuntime& cl() override { return cl_; }
 
   cl_mem buffer_of(int id) override {
+    if (static_cast<size_t>(id) >= p_.buffers.size()) p_.buffers.resize(p_.graph.values.size());
     BufferPtr& b = p_.buffers[id];
     if (!b) {
       const Value& v = p_.graph.values[id];
@@ -30,7 +31,7 @@ class Builder : public DeviceBuilder {
         p_.weight_bytes += bytes;
       } else {
         b = cl_.alloc(bytes);
-        p_.activation_bytes += bytes;
+        (p_.memory_planned ? p_.scratch_bytes : p_.activation_bytes) += bytes;
       }
     }
     return b->mem;
@@ -38,11 +39,19 @@ class Builder : public DeviceBuilder {
 
   void alias(int out, int in) override {
     buffer_of(in);
+    if (p_.memory_planned && p_.buffers[out]) {
+      // The planner already gave views their input's bytes; anything else would break liveness.
+      if (p_.buffers[out] != p_.buffers[in])
+        throw ocl_infer::Error("internal: '" + p_.graph.values[out].name +
+                               "' is aliased by an op the buffer planner does not know as a view");
+      return;
+    }
     p_.buffers[out] = p_.buffers[in];
   }
 
   cl_mem params(const void* data, size_t bytes) override {
     p_.params.push_back(cl_.upload(data, bytes));
+    p_.weight_bytes += bytes;  // packed weights and kernel parameters
     return p_.params.back()->mem;
   }
 
@@ -128,10 +137,10 @@ std::vector<std::string> unsupported_ops(const Graph& g) {
   return r;
 }
 
-Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
-                const std::set<int>& plan_time, ClRuntime& cl) {
-  Plan p;
-  p.graph = model;
+namespace {
+
+// Shape inference and host folding over the live nodes; folded nodes are marked removed.
+void resolve(Plan& p, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time) {
   Graph& g = p.graph;
   for (auto& [id, t] : inputs) {
     Value& v = g.values[id];
@@ -139,13 +148,18 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
     v.shape_known = true;
     if (plan_time.count(id)) v.data = std::make_shared<const Tensor>(*t);
   }
-  Builder builder(p, cl);
-  for (int ni : live_nodes(g)) {
+  auto live = live_nodes(g);
+  p.nodes_before = static_cast<int>(live.size());
+  std::vector<bool> is_live(g.nodes.size(), false);
+  for (int ni : live) is_live[ni] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!is_live[i]) g.nodes[i].removed = true;
+  for (int ni : live) {
     Node& n = g.nodes[ni];
     const OpDef* def = find_op(n.domain, n.op_type, g.opset(n.domain));
     if (!def)
       throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
-    OpContext ctx(g, ni, &builder);
+    OpContext ctx(g, ni);
     for (int k = 0; k < ctx.num_inputs(); ++k)
       if (ctx.has_input(k) && !ctx.in(k).shape_known)
         ctx.fail("input '" + ctx.in(k).name + "' has no known shape");
@@ -158,35 +172,85 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
     if (host_ok && !def->host_needs_shapes_only)
       for (int k = 0; k < ctx.num_inputs(); ++k)
         if (ctx.has_input(k) && !ctx.is_const(k)) host_ok = false;
-    if (host_ok) {
-      std::vector<std::pair<DType, Shape>> inferred;
-      for (int k = 0; k < ctx.num_outputs(); ++k)
-        if (ctx.has_output(k)) inferred.push_back({ctx.out(k).dtype, ctx.out(k).shape});
-      def->host(ctx);
-      size_t j = 0;
-      for (int k = 0; k < ctx.num_outputs(); ++k) {
-        if (!ctx.has_output(k)) continue;
-        const Value& o = ctx.out(k);
-        if (!o.data || o.dtype != inferred[j].first || o.shape != inferred[j].second)
-          throw ocl_infer::Error("internal: host evaluation of " + describe_node(g, n) +
-                                 " disagrees with shape inference");
-        ++j;
-      }
-      p.host_nodes.push_back(ni);
-      continue;
+    if (!host_ok) continue;
+    std::vector<std::pair<DType, Shape>> inferred;
+    for (int k = 0; k < ctx.num_outputs(); ++k)
+      if (ctx.has_output(k)) inferred.push_back({ctx.out(k).dtype, ctx.out(k).shape});
+    def->host(ctx);
+    size_t j = 0;
+    for (int k = 0; k < ctx.num_outputs(); ++k) {
+      if (!ctx.has_output(k)) continue;
+      const Value& o = ctx.out(k);
+      if (!o.data || o.dtype != inferred[j].first || o.shape != inferred[j].second)
+        throw ocl_infer::Error("internal: host evaluation of " + describe_node(g, n) +
+                               " disagrees with shape inference");
+      ++j;
     }
+    n.removed = true;
+    p.host_nodes.push_back(ni);
+  }
+}
+
+}  // namespace
+
+Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
+                const std::set<int>& plan_time, ClRuntime& cl, const PlanOptions& options) {
+  Plan p;
+  p.graph = model;
+  Graph& g = p.graph;
+  resolve(p, inputs, plan_time);
+  p.passes = optimize(g, options.optimizer);
+  g.compact();
+  p.host_nodes.clear();  // indices changed; folded nodes are gone from the graph
+  // After folding and fusion, the live nodes are the device nodes.
+  std::vector<int> device = live_nodes(g);
+  std::vector<const OpDef*> defs;
+  std::vector<PlanNodeTraits> traits;
+  for (int ni : device) {
+    const Node& n = g.nodes[ni];
+    const OpDef* def = find_op(n.domain, n.op_type, g.opset(n.domain));
+    if (!def) throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
     if (!def->build)
-      ctx.unsupported("can only be computed at plan time, but an input is not known then");
+      throw ocl_infer::UnsupportedError(describe_node(g, n) +
+                                        ": can only be computed at plan time, but an input is not known then");
+    defs.push_back(def);
+    traits.push_back({def->view, def->inplace});
+  }
+
+  Builder builder(p, cl);
+  if (options.plan_memory) {
+    const size_t align = std::max<size_t>(cl.base_addr_align(), 4);
+    MemoryPlan mp = plan_memory(g, device, traits, align);
+    if (mp.arena_bytes > 0 && mp.arena_bytes <= cl.info().max_alloc_bytes) {
+      std::string bad = check_memory_plan(mp);
+      if (!bad.empty()) throw ocl_infer::Error("internal: buffer plan is unsound: " + bad);
+      BufferPtr arena = cl.alloc(mp.arena_bytes);
+      std::vector<BufferPtr> group_buf(mp.groups.size());
+      for (size_t gi = 0; gi < mp.groups.size(); ++gi)
+        group_buf[gi] = cl.sub_buffer(arena, mp.groups[gi].offset, std::max<size_t>(mp.groups[gi].bytes, 4));
+      for (auto& slot : mp.slots) p.buffers[slot.value] = group_buf[slot.group];
+      p.activation_bytes = mp.arena_bytes;
+      p.memory_planned = true;
+      p.memory = std::move(mp);
+      p.params.push_back(arena);  // keeps the arena alive with the plan
+    }
+  }
+  for (size_t k = 0; k < device.size(); ++k) {
+    const int ni = device[k];
+    OpContext ctx(g, ni, &builder);
     const size_t before = p.launches.size();
-    def->build(ctx);
+    defs[k]->build(ctx);
+    Node& n = g.nodes[ni];
     if (p.launches.size() > before) {
-      p.launches.back().flops = node_flops(g, n);
-      p.launches.back().bytes = node_bytes(g, n);
+      double flops = node_flops(g, n), bytes = node_bytes(g, n);
+      if (n.epilogue.residual >= 0) bytes += static_cast<double>(numel(g.values[n.epilogue.residual].shape) * 4);
+      p.launches.back().flops = flops;
+      p.launches.back().bytes = bytes;
     }
     p.device_nodes.push_back(ni);
   }
-  // Graph outputs that are graph inputs or produced by device nodes need buffers even when no
-  // kernel touched them (an Identity-only graph, an input that is also an output).
+  // Graph outputs and inputs need buffers even when no kernel touched them (an input that is
+  // also an output).
   for (int o : g.outputs)
     if (!g.values[o].data) builder.buffer_of(o);
   for (int in : g.inputs)
@@ -194,28 +258,55 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
   return p;
 }
 
+namespace {
+
+std::string json_str(const std::string& v) {
+  std::string r = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') r += '\\', r += c;
+    else if (static_cast<unsigned char>(c) < 0x20) r += ' ';
+    else r += c;
+  }
+  return r + "\"";
+}
+
+std::string shape_json(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::vector<std::string> covered_names(const Node& n) {
+  std::vector<std::string> r;
+  if (n.covers.empty()) r.push_back(n.name);
+  for (auto& c : n.covers) r.push_back(c.first);
+  return r;
+}
+
+std::vector<std::string> covered_types(const Node& n) {
+  std::vector<std::string> r;
+  if (n.covers.empty()) r.push_back(n.op_type);
+  for (auto& c : n.covers) r.push_back(c.second);
+  return r;
+}
+
+}  // namespace
+
 std::string Plan::dump_graph() const {
   std::ostringstream os;
   const Graph& g = graph;
-  os << "graph: " << g.nodes.size() << " nodes, opset " << g.opset() << ", producer '"
-     << g.producer << "'\n";
+  os << "graph: opset " << g.opset() << ", producer '" << g.producer << "'\n";
   for (int in : g.inputs) os << "  input  " << value_desc(g.values[in]) << "\n";
-  auto where = [&](int ni) {
-    if (std::find(host_nodes.begin(), host_nodes.end(), ni) != host_nodes.end()) return "host  ";
-    if (std::find(device_nodes.begin(), device_nodes.end(), ni) != device_nodes.end())
-      return "device";
-    return "dead  ";
-  };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    os << "  [" << i << "] " << where(static_cast<int>(i)) << " " << n.op_type << " '" << n.name
-       << "' (";
+  for (size_t k = 0; k < device_nodes.size(); ++k) {
+    const Node& n = g.nodes[device_nodes[k]];
+    os << "  [" << k << "] " << covered_ops(n) << " '" << n.name << "' (";
     bool first = true;
     for (int in : n.inputs) {
       if (in < 0) continue;
-      os << (first ? "" : ", ") << g.values[in].name;
+      os << (first ? "" : ", ") << g.values[in].name << (g.values[in].data ? "*" : "");
       first = false;
     }
+    if (n.epilogue.residual >= 0) os << (first ? "" : ", ") << "+" << g.values[n.epilogue.residual].name;
     os << ") -> ";
     first = true;
     for (int o : n.outputs) {
@@ -223,12 +314,56 @@ std::string Plan::dump_graph() const {
       os << (first ? "" : ", ") << value_desc(g.values[o]);
       first = false;
     }
+    if (n.covers.size() > 1) {
+      os << "  covers:";
+      for (auto& c : n.covers) os << " " << c.first;
+    }
     os << "\n";
   }
-  for (int o : g.outputs) os << "  output " << value_desc(g.values[o]) << "\n";
-  os << "summary: " << device_nodes.size() << " device nodes, " << host_nodes.size()
-     << " evaluated at plan time, " << (g.nodes.size() - device_nodes.size() - host_nodes.size())
-     << " dead\n";
+  for (int o : g.outputs) os << "  output " << value_desc(g.values[o]) << (g.values[o].data ? " (constant)" : "") << "\n";
+  os << "summary: " << nodes_before << " nodes before optimization, " << device_nodes.size()
+     << " executed nodes after, " << launches.size() << " kernel launches (* = constant input)\n";
+  for (auto& r : passes) os << "  pass " << r.pass << ": " << r.detail << "\n";
+  if (passes.empty()) os << "  optimizer off (-O0)\n";
+  return os.str();
+}
+
+std::string Plan::dump_graph_json() const {
+  std::ostringstream os;
+  const Graph& g = graph;
+  os << "{\"nodes\": [";
+  for (size_t k = 0; k < device_nodes.size(); ++k) {
+    const Node& n = g.nodes[device_nodes[k]];
+    os << (k ? ",\n  " : "\n  ") << "{\"name\": " << json_str(n.name) << ", \"ops\": [";
+    auto types = covered_types(n);
+    for (size_t i = 0; i < types.size(); ++i) os << (i ? ", " : "") << json_str(types[i]);
+    os << "], \"covers\": [";
+    auto names = covered_names(n);
+    for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << json_str(names[i]);
+    os << "], \"inputs\": [";
+    bool first = true;
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      os << (first ? "" : ", ") << json_str(g.values[in].name);
+      first = false;
+    }
+    if (n.epilogue.residual >= 0) os << (first ? "" : ", ") << json_str(g.values[n.epilogue.residual].name);
+    os << "], \"outputs\": [";
+    first = true;
+    for (int o : n.outputs) {
+      if (o < 0) continue;
+      os << (first ? "" : ", ") << json_str(g.values[o].name);
+      first = false;
+    }
+    const Shape empty;
+    os << "], \"shape\": " << shape_json(n.outputs.empty() || n.outputs[0] < 0 ? empty : g.values[n.outputs[0]].shape) << "}";
+  }
+  os << "\n], \"stats\": {\"nodes_before\": " << nodes_before << ", \"nodes_after\": " << device_nodes.size()
+     << ", \"kernel_launches\": " << launches.size() << ", \"passes\": [";
+  for (size_t i = 0; i < passes.size(); ++i)
+    os << (i ? ", " : "") << "{\"pass\": " << json_str(passes[i].pass) << ", \"changes\": " << passes[i].changes
+       << ", \"detail\": " << json_str(passes[i].detail) << "}";
+  os << "]}}\n";
   return os.str();
 }
 
@@ -249,7 +384,44 @@ std::string Plan::dump_plan() const {
     }
     os << "\n";
   }
-  os << "activation bytes: " << activation_bytes << "\nweight bytes: " << weight_bytes << "\n";
+  if (memory_planned) {
+    os << "tensors (arena offset, bytes, live steps):\n";
+    for (auto& s : memory.slots) {
+      const StorageGroup& grp = memory.groups[s.group];
+      os << "  " << g.values[s.value].name << " arena 0 offset " << grp.offset << " bytes " << s.bytes
+         << " live [" << grp.first << ", " << (grp.last > 1000000000 ? std::string("end") : std::to_string(grp.last))
+         << "] group " << s.group << "\n";
+    }
+    os << "peak activation bytes: " << memory.arena_bytes << " (naive " << memory.naive_bytes << ", "
+       << (memory.naive_bytes ? 100.0 * memory.arena_bytes / memory.naive_bytes : 0) << "% of naive; lower bound "
+       << memory.lower_bound_bytes << ", " << (memory.lower_bound_bytes ? static_cast<double>(memory.arena_bytes) / memory.lower_bound_bytes : 0)
+       << "x of it)\n";
+  } else {
+    os << "memory planning off: every activation has its own buffer\n";
+    os << "peak activation bytes: " << activation_bytes << "\n";
+  }
+  os << "scratch bytes: " << scratch_bytes << "\nweight bytes: " << weight_bytes << "\n";
+  return os.str();
+}
+
+std::string Plan::dump_plan_json() const {
+  std::ostringstream os;
+  const Graph& g = graph;
+  os << "{\"tensors\": [";
+  if (memory_planned)
+    for (size_t i = 0; i < memory.slots.size(); ++i) {
+      const auto& s = memory.slots[i];
+      const StorageGroup& grp = memory.groups[s.group];
+      os << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_str(g.values[s.value].name)
+         << ", \"arena\": 0, \"offset\": " << grp.offset << ", \"bytes\": " << s.bytes << ", \"group\": " << s.group
+         << ", \"first_step\": " << grp.first << ", \"last_step\": " << (grp.last > 1000000000 ? -1 : grp.last) << "}";
+    }
+  os << "\n], \"memory_planned\": " << (memory_planned ? "true" : "false")
+     << ", \"peak_activation_bytes\": " << (memory_planned ? memory.arena_bytes : activation_bytes)
+     << ", \"naive_activation_bytes\": " << (memory_planned ? memory.naive_bytes : activation_bytes)
+     << ", \"lower_bound_bytes\": " << (memory_planned ? memory.lower_bound_bytes : 0)
+     << ", \"scratch_bytes\": " << scratch_bytes << ", \"weight_bytes\": " << weight_bytes
+     << ", \"kernel_launches\": " << launches.size() << "}\n";
   return os.str();
 }
 

@@ -11,21 +11,35 @@
 #include "ops/op.hpp"
 #include "runtime/cl_runtime.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/memory_planner.hpp"
+#include "runtime/optimizer.hpp"
 
 namespace oi {
 
+struct PlanOptions {
+  OptimizerOptions optimizer;
+  bool plan_memory = true;  // false: every activation gets its own buffer
+};
+
 struct Plan {
-  Graph graph;  // shapes resolved, folded values carry data
+  Graph graph;  // shapes resolved, folded values carry data, optimized (removed nodes dropped)
   std::vector<Launch> launches;
   std::vector<BufferPtr> buffers;  // by value id; nullptr for values that never reach the device
   std::vector<BufferPtr> params;   // small constant buffers owned by launches
   std::vector<int> host_nodes;     // evaluated at plan time
   std::vector<int> device_nodes;   // built into launches
-  size_t activation_bytes = 0;     // device bytes of non-constant values
+  size_t activation_bytes = 0;     // device bytes of activations (the arena, or the sum of buffers)
   size_t weight_bytes = 0;         // device bytes of constants uploaded
+  size_t scratch_bytes = 0;        // buffers made during build outside the arena (temporaries)
+  int nodes_before = 0;            // live model nodes before optimization
+  std::vector<PassReport> passes;
+  bool memory_planned = false;
+  MemoryPlan memory;
 
   std::string dump_graph() const;
   std::string dump_plan() const;
+  std::string dump_graph_json() const;
+  std::string dump_plan_json() const;
 };
 
 // Nodes whose results reach a graph output, in order.
@@ -40,7 +54,9 @@ std::vector<std::string> unsupported_ops(const Graph& g);
 
 // Builds a plan. `inputs` maps model input value ids to tensors: their shapes are used, and the
 // data of plan-time inputs is folded in as constants.
+//
+// Stages: resolve (shape inference, host folding) -> optimize (passes) -> plan memory -> build.
 Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
-                const std::set<int>& plan_time, ClRuntime& cl);
+                const std::set<int>& plan_time, ClRuntime& cl, const PlanOptions& options = {});
 
 }  // namespace oi

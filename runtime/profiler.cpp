@@ -84,8 +84,14 @@ void ProfileAccumulator::reset(const Plan& plan) {
     ocl_infer::LayerProfile r;
     r.index = static_cast<int>(i);
     const Node& n = g.nodes[l.node];
-    r.node_names.push_back(n.name);
-    r.op_types.push_back(n.op_type);
+    if (n.covers.empty()) {
+      r.node_names.push_back(n.name);
+      r.op_types.push_back(n.op_type);
+    }
+    for (auto& [name, op] : n.covers) {
+      r.node_names.push_back(name);
+      r.op_types.push_back(op);
+    }
     if (!n.outputs.empty() && n.outputs[0] >= 0) r.output_shape = g.values[n.outputs[0]].shape;
     r.kernel = l.kernel_name;
     r.global = l.global;

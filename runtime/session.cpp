@@ -1,5 +1,6 @@
 // The public Session: loader -> Graph -> Plan (re-planned when input shapes change) -> Executor.
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -60,6 +61,13 @@ struct Session::Impl {
       throw UnsupportedError(msg);
     }
     plan_time = oi::plan_time_inputs(model);
+    auto passes = oi::optimizer_passes();
+    for (auto& d : options.disabled_passes)
+      if (std::find(passes.begin(), passes.end(), d) == passes.end()) {
+        std::string all;
+        for (auto& p : passes) all += (all.empty() ? "" : ", ") + p;
+        throw InputError("unknown optimizer pass '" + d + "' (passes: " + all + ")");
+      }
     for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
     for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
     auto dev = oi::select_device(options.device);
@@ -157,7 +165,11 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     s.plan.reset();
     double compile_before = s.cl->compile_stats().compile_ms;
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached;
-    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl));
+    oi::PlanOptions po;
+    po.optimizer.level = s.options.optimization_level;
+    po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
+    po.plan_memory = s.options.plan_memory;
+    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
     s.plan_key = key;
     s.stats.plan_ms = ms_since(t0);
     s.stats.compile_ms = s.cl->compile_stats().compile_ms - compile_before;
@@ -195,7 +207,9 @@ std::string Session::dump(const std::string& what) const {
   if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
   if (what == "graph") return impl_->plan->dump_graph();
   if (what == "plan") return impl_->plan->dump_plan();
-  throw InputError("unknown dump '" + what + "' (use graph or plan)");
+  if (what == "graph.json") return impl_->plan->dump_graph_json();
+  if (what == "plan.json") return impl_->plan->dump_plan_json();
+  throw InputError("unknown dump '" + what + "' (use graph, plan, graph.json or plan.json)");
 }
 
 std::vector<DeviceInfo> list_devices() {

@@ -2,6 +2,7 @@
 // times that add up to the device time of the whole inference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "runtime/profiler.hpp"
@@ -59,7 +60,7 @@ TEST(Profiler, FlopCountsMatchHandComputedValues) {
 
 TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
   ModelBuilder m;
-  const std::vector<int64_t> shape{64, 3, 61, 67};
+  const std::vector<int64_t> shape{64, 8, 61, 67};
   m.input("x", DType::Float32, shape).output("y");
   m.node("Sigmoid", {"x"}, {"a"});
   m.node("Mul", {"x", "a"}, {"b"});
@@ -78,8 +79,9 @@ TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
   auto prof = s.profile();
   ASSERT_EQ(static_cast<int>(prof.size()), s.stats().kernel_launches);
   ASSERT_EQ(prof.size(), 4u);
-  double sum = 0;
+  double sum = 0, sum_min = 0;
   for (auto& l : prof) {
+    sum_min += l.min_us;
     EXPECT_EQ(l.runs, runs);
     EXPECT_GT(l.avg_us, 0);
     EXPECT_LE(l.min_us, l.avg_us);
@@ -88,8 +90,11 @@ TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
   }
   auto whole = s.profiled_inference_us();
   ASSERT_EQ(whole.size(), static_cast<size_t>(runs));
-  double mean_whole = std::accumulate(whole.begin(), whole.end(), 0.0) / runs;
-  EXPECT_NEAR(sum, mean_whole, 0.10 * mean_whole) << "per-layer sum " << sum << " us vs whole " << mean_whole << " us";
+  // Other processes on a shared machine stretch the gaps between kernels; the fastest run shows
+  // how much of an inference the per-layer times account for.
+  double min_whole = *std::min_element(whole.begin(), whole.end());
+  EXPECT_NEAR(sum_min, min_whole, 0.10 * min_whole) << "per-layer sum " << sum_min << " us vs whole " << min_whole << " us";
+  EXPECT_LE(sum, 1.01 * std::accumulate(whole.begin(), whole.end(), 0.0) / runs);
   EXPECT_EQ(prof[0].op_types[0], "Sigmoid");
   EXPECT_EQ(prof[3].node_names[0], "Add_4");
   EXPECT_EQ(prof[3].output_shape, shape);

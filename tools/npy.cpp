@@ -68,7 +68,7 @@ Tensor read_npy(const std::string& path) {
   std::string descr = header_field(h, "descr"), order = header_field(h, "fortran_order"),
               shape = header_field(h, "shape");
   if (descr.empty() || shape.empty()) throw bad("header lacks descr or shape");
-  if (order.find("True") != std::string::npos) throw bad("Fortran order is not supported");
+  const bool fortran = order.find("True") != std::string::npos;
   if (descr == "<b1") descr = "|b1";
   if (descr == "<i1") descr = "|i1";
   if (descr == "<u1") descr = "|u1";
@@ -97,6 +97,25 @@ Tensor read_npy(const std::string& path) {
   t.bytes.resize(static_cast<size_t>(t.numel()) * ocl_infer::dtype_size(t.dtype));
   if (!t.bytes.empty() && !f.read(reinterpret_cast<char*>(t.bytes.data()), t.bytes.size()))
     throw bad("data is truncated (expected " + std::to_string(t.bytes.size()) + " bytes)");
+  if (fortran && t.shape.size() > 1) {
+    // Column-major on disk (the first dim varies fastest): gather into row-major order.
+    const size_t es = ocl_infer::dtype_size(t.dtype);
+    const size_t rank = t.shape.size();
+    std::vector<int64_t> fstride(rank, 1);
+    for (size_t d = 1; d < rank; ++d) fstride[d] = fstride[d - 1] * t.shape[d - 1];
+    std::vector<uint8_t> c(t.bytes.size());
+    std::vector<int64_t> coord(rank, 0);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      int64_t off = 0;
+      for (size_t d = 0; d < rank; ++d) off += coord[d] * fstride[d];
+      std::memcpy(c.data() + i * es, t.bytes.data() + off * es, es);
+      for (size_t d = rank; d-- > 0;) {
+        if (++coord[d] < t.shape[d]) break;
+        coord[d] = 0;
+      }
+    }
+    t.bytes = std::move(c);
+  }
   return t;
 }
 

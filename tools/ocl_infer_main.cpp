@@ -44,7 +44,12 @@ options:
   --scale S             pixel scale before mean/std (default 1/255)
   --bgr                 feed channels in BGR order
   --layout nchw|nhwc    input layout (default nchw)
-  --dump graph|plan     print a pipeline stage after planning
+  --dump graph|plan     print a pipeline stage after planning (with --json: as JSON)
+  -O0                   run without the graph optimizer
+  --disable-pass NAME   skip one optimizer pass (remove_identity, dedupe_constants,
+                        cancel_transposes, fold_pad, fold_batchnorm, fuse_residual,
+                        fuse_activation); repeatable
+  --no-memory-plan      give every activation its own buffer instead of one planned arena
 
 profiling and benchmarking (inputs: --input files, the first image, or random data):
   --profile             per-kernel table from OpenCL events, slowest first
@@ -76,6 +81,9 @@ struct Args {
   bool json = false, list_devices = false, verbose = false;
   bool crop_given = false;
   cli::Preprocess pre;
+  int opt_level = 1;
+  std::vector<std::string> disabled_passes;
+  bool plan_memory = true;
   bool profile = false, profile_exec_order = false, bench = false;
   std::string profile_json, profile_csv, profile_trace, profile_html;
   int iterations = -1, warmup = 3, batch = 1;
@@ -156,6 +164,9 @@ Args parse(int argc, char** argv) {
       a.dump = value();
       if (a.dump != "graph" && a.dump != "plan") throw UsageError("--dump must be graph or plan");
     } else if (s == "--cache-dir") a.cache_dir = value();
+    else if (s == "-O0" || s == "-O1") a.opt_level = s == "-O0" ? 0 : 1;
+    else if (s == "--disable-pass") a.disabled_passes.push_back(value());
+    else if (s == "--no-memory-plan") a.plan_memory = false;
     else if (s == "--profile") a.profile = true;
     else if (s == "--profile-order") {
       std::string v = value();
@@ -190,6 +201,7 @@ Args parse(int argc, char** argv) {
   if (a.duration > 0 && !a.bench) throw UsageError("--duration applies to --bench");
   if (a.iterations < 0) a.iterations = a.bench ? 50 : 10;
   if (a.measuring()) return a;
+  if (!a.dump.empty() && a.images.empty() && a.inputs.empty()) return a;
   if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
   if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
   if (!a.inputs.empty() && a.output_dir.empty() && a.dump.empty()) throw UsageError("--input needs --output-dir DIR");
@@ -242,7 +254,7 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
     feeds[name] = cli::read_tensor_file(file);
   }
   auto outs = s.run(feeds);
-  if (!a.dump.empty()) std::cout << s.dump(a.dump);
+  if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
   if (a.output_dir.empty()) return 0;
   mkdir(a.output_dir.c_str(), 0755);
   for (auto& info : s.outputs()) {
@@ -314,7 +326,7 @@ int classify(ocl_infer::Session& s, Args a) {
     }
   }
   if (a.json) std::cout << "]}\n";
-  if (!a.dump.empty()) std::cout << s.dump(a.dump);
+  if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
   return 0;
 }
 
@@ -365,6 +377,13 @@ void write_text(const std::string& path, const std::string& text) {
 
 double since_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --dump with no inputs: plan for random inputs (open batch dims = --batch) and print the stage.
+int dump_only(ocl_infer::Session& s, Args& a) {
+  s.run(measurement_inputs(s, a));
+  std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
+  return 0;
 }
 
 int measure(ocl_infer::Session& s, Args& a) {
@@ -458,11 +477,17 @@ int main(int argc, char** argv) {
     opt.device = a.device;
     opt.cache_dir = a.cache_dir;
     opt.profiling = a.measuring() && !a.bench;
+    opt.optimization_level = a.opt_level;
+    opt.disabled_passes = a.disabled_passes;
+    opt.plan_memory = a.plan_memory;
     opt.log = [&](const std::string& m) {
       if (a.verbose || m.rfind("device:", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
     };
     auto s = ocl_infer::Session::from_file(a.model, opt);
-    int rc = a.measuring() ? measure(s, a) : a.images.empty() ? run_tensors(s, a) : classify(s, a);
+    int rc = a.measuring()                                 ? measure(s, a)
+             : !a.dump.empty() && a.images.empty() && a.inputs.empty() ? dump_only(s, a)
+             : a.images.empty()                              ? run_tensors(s, a)
+                                                             : classify(s, a);
     if (a.verbose) {
       auto& st = s.stats();
       std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "

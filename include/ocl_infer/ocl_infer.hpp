@@ -125,6 +125,12 @@ struct SessionOptions {
   // Records per-kernel OpenCL event timings on every run (see Session::profile()). Off by default;
   // when off the queue is created without profiling and no events are made.
   bool profiling = false;
+  // Graph optimizer: 0 runs no passes (for debugging and comparisons), 1 runs them all except
+  // those named in disabled_passes (see `ocl-infer --help` for their names).
+  int optimization_level = 1;
+  std::vector<std::string> disabled_passes;
+  // Place activations in one device arena by liveness; false gives every tensor its own buffer.
+  bool plan_memory = true;
 };
 
 // Name, element type and shape of a model input or output. Dims that the model leaves open are -1
@@ -183,7 +189,8 @@ class Session {
   // every model output by name, in host memory. Throws InputError for bad inputs.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
-  // Human-readable dumps of the pipeline stages for the last-planned shapes ("graph", "plan").
+  // Dumps of the pipeline stages for the last-planned shapes: "graph" and "plan" as text,
+  // "graph.json" and "plan.json" in the schemas documented in README.md.
   std::string dump(const std::string& what) const;
 
   const SessionStats& stats() const;
