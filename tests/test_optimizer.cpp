@@ -1,0 +1,207 @@
+// Optimizer passes on tiny graphs: each rewrite happens (checked in the optimized graph's JSON
+// dump) and the optimized model computes the same numbers as the unoptimized one (-O0).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+struct Result {
+  std::map<std::string, Tensor> out;
+  std::vector<std::string> ops;  // per executed node, "Conv+BatchNormalization+Relu"
+  std::string graph_json, plan_json;
+};
+
+Result run(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds, int level,
+           bool plan_memory = true) {
+  std::string b = m.bytes();
+  ocl_infer::SessionOptions opt;
+  opt.optimization_level = level;
+  opt.plan_memory = plan_memory;
+  auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+  Result r;
+  r.out = s.run(feeds);
+  r.graph_json = s.dump("graph.json");
+  r.plan_json = s.dump("plan.json");
+  std::regex ops_re("\"ops\": \\[([^\\]]*)\\]");
+  for (auto it = std::sregex_iterator(r.graph_json.begin(), r.graph_json.end(), ops_re); it != std::sregex_iterator(); ++it) {
+    std::string list = (*it)[1], joined;
+    std::regex item("\"([^\"]+)\"");
+    for (auto j = std::sregex_iterator(list.begin(), list.end(), item); j != std::sregex_iterator(); ++j)
+      joined += (joined.empty() ? "" : "+") + std::string((*j)[1]);
+    r.ops.push_back(joined);
+  }
+  return r;
+}
+
+// Optimized vs -O0 within `tol` relative to max|ref|; returns the optimized result.
+Result check_same(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds, double tol = 1e-5) {
+  Result ref = run(m, feeds, 0), opt = run(m, feeds, 1);
+  for (auto& [name, t] : ref.out) EXPECT_LE(rel_error(opt.out.at(name), t), tol) << name;
+  return opt;
+}
+
+Tensor conv_weight(std::mt19937& rng, int64_t co, int64_t ci, int64_t k) { return random_tensor({co, ci, k, k}, rng); }
+
+TEST(Optimizer, RemovesIdentityAndDropout) {
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {2, 5}).output("y");
+  m.node("Identity", {"x"}, {"a"});
+  m.node("Dropout", {"a"}, {"b"});
+  m.node("Relu", {"b"}, {"y"});
+  std::mt19937 rng(1);
+  auto r = check_same(m, {{"x", random_tensor({2, 5}, rng)}});
+  EXPECT_EQ(r.ops, std::vector<std::string>{"Relu"});
+}
+
+TEST(Optimizer, CancelsAndMergesTransposes) {
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {2, 3, 5}).output("y").output("z");
+  attr_ints(m.node("Transpose", {"x"}, {"t1"}), "perm", {0, 2, 1});
+  attr_ints(m.node("Transpose", {"t1"}, {"t2"}), "perm", {0, 2, 1});
+  m.node("Relu", {"t2"}, {"y"});
+  attr_ints(m.node("Transpose", {"x"}, {"u1"}), "perm", {1, 0, 2});
+  attr_ints(m.node("Transpose", {"u1"}, {"z"}), "perm", {0, 2, 1});
+  std::mt19937 rng(2);
+  auto r = check_same(m, {{"x", random_tensor({2, 3, 5}, rng)}});
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"Relu", "Transpose+Transpose"}));
+}
+
+TEST(Optimizer, FoldsBatchNormAndPerChannelMulAddIntoConv) {
+  std::mt19937 rng(3);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 3, 11, 7}).output("y");
+  m.initializer("w", conv_weight(rng, 5, 3, 3)).initializer("b", random_tensor({5}, rng));
+  m.initializer("gamma", random_tensor({5}, rng, 0.5f, 1.5f)).initializer("beta", random_tensor({5}, rng));
+  m.initializer("mean", random_tensor({5}, rng)).initializer("var", random_tensor({5}, rng, 0.5f, 2.f));
+  m.initializer("scale", random_tensor({5, 1, 1}, rng)).initializer("shift", random_tensor({1, 5, 1, 1}, rng));
+  attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+  attr_f(m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"}), "epsilon", 1e-3f);
+  m.node("Mul", {"n", "scale"}, {"s"});
+  m.node("Add", {"shift", "s"}, {"y"});
+  auto r = check_same(m, {{"x", random_tensor({1, 3, 11, 7}, rng)}});
+  EXPECT_EQ(r.ops, std::vector<std::string>{"Conv+BatchNormalization+Mul+Add"});
+}
+
+TEST(Optimizer, BatchNormWithoutFoldableProducerStays) {
+  std::mt19937 rng(4);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 2, 5, 5}).input("z", DType::Float32, {1, 3, 5, 5}).output("y");
+  m.initializer("gamma", random_tensor({5}, rng, 0.5f, 1.5f)).initializer("beta", random_tensor({5}, rng));
+  m.initializer("mean", random_tensor({5}, rng)).initializer("var", random_tensor({5}, rng, 0.5f, 2.f));
+  attr_i(m.node("Concat", {"x", "z"}, {"c"}), "axis", 1);
+  m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"});
+  auto r = check_same(m, {{"x", random_tensor({1, 2, 5, 5}, rng)}, {"z", random_tensor({1, 3, 5, 5}, rng)}});
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"Concat", "BatchNormalization"}));
+}
+
+TEST(Optimizer, FoldsZeroPadIntoConv) {
+  std::mt19937 rng(5);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 2, 9, 8}).output("y");
+  m.initializer("w", conv_weight(rng, 4, 2, 3));
+  std::vector<int64_t> pads{0, 0, 1, 0, 0, 0, 2, 1};
+  Tensor pt(DType::Int64, {8});
+  std::memcpy(pt.bytes.data(), pads.data(), 64);
+  m.initializer("pads", pt);
+  m.node("Pad", {"x", "pads"}, {"p"});
+  attr_ints(m.node("Conv", {"p", "w"}, {"y"}), "strides", {2, 2});
+  auto r = check_same(m, {{"x", random_tensor({1, 2, 9, 8}, rng)}});
+  EXPECT_EQ(r.ops, std::vector<std::string>{"Pad+Conv"});
+}
+
+TEST(Optimizer, FusesActivationsIntoConv) {
+  std::mt19937 rng(6);
+  for (std::string act : {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip"}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 3, 7, 9}).output("y");
+    m.initializer("w", conv_weight(rng, 6, 3, 3));
+    m.node("Conv", {"x", "w"}, {"c"});
+    if (act == "Clip") {
+      Tensor lo(DType::Float32, {}), hi(DType::Float32, {});
+      lo.data<float>()[0] = 0.f;
+      hi.data<float>()[0] = 6.f;
+      m.initializer("lo", lo).initializer("hi", hi);
+      m.node("Clip", {"c", "lo", "hi"}, {"y"});
+    } else {
+      m.node(act, {"c"}, {"y"});
+    }
+    auto r = check_same(m, {{"x", random_tensor({1, 3, 7, 9}, rng, -2, 2)}});
+    EXPECT_EQ(r.ops, std::vector<std::string>{"Conv+" + act}) << act;
+  }
+}
+
+TEST(Optimizer, FusesDecomposedSiluAndGelu) {
+  std::mt19937 rng(7);
+  {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 4, 6, 6}).output("y");
+    m.initializer("w", conv_weight(rng, 5, 4, 1));
+    m.node("Conv", {"x", "w"}, {"c"});
+    m.node("Sigmoid", {"c"}, {"s"});
+    m.node("Mul", {"c", "s"}, {"y"});
+    auto r = check_same(m, {{"x", random_tensor({1, 4, 6, 6}, rng)}});
+    EXPECT_EQ(r.ops, std::vector<std::string>{"Conv+Sigmoid+Mul"});
+  }
+  {
+    ModelBuilder m(13);
+    m.input("a", DType::Float32, {3, 8}).output("y");
+    m.initializer("b", random_tensor({8, 5}, rng));
+    auto scalar = [](float v) {
+      Tensor t(DType::Float32, {});
+      t.data<float>()[0] = v;
+      return t;
+    };
+    m.initializer("sqrt2", scalar(1.4142135f)).initializer("one", scalar(1.f)).initializer("half", scalar(0.5f));
+    m.node("MatMul", {"a", "b"}, {"x"});
+    m.node("Div", {"x", "sqrt2"}, {"d"});
+    m.node("Erf", {"d"}, {"e"});
+    m.node("Add", {"e", "one"}, {"p"});
+    m.node("Mul", {"x", "p"}, {"q"});
+    m.node("Mul", {"q", "half"}, {"y"});
+    auto r = check_same(m, {{"a", random_tensor({3, 8}, rng)}});
+    EXPECT_EQ(r.ops, std::vector<std::string>{"MatMul+Div+Erf+Add+Mul+Mul"});
+  }
+}
+
+TEST(Optimizer, FusesResidualAddThenActivation) {
+  std::mt19937 rng(8);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 4, 9, 9}).output("y");
+  m.initializer("w1", conv_weight(rng, 4, 4, 3)).initializer("w2", conv_weight(rng, 4, 4, 3));
+  attr_ints(m.node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  attr_ints(m.node("Conv", {"r1", "w2"}, {"c2"}), "pads", {1, 1, 1, 1});
+  m.node("Add", {"c2", "x"}, {"s"});
+  m.node("Relu", {"s"}, {"y"});
+  auto r = check_same(m, {{"x", random_tensor({1, 4, 9, 9}, rng)}});
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu"}));
+}
+
+TEST(Planner, BitIdenticalWithAndWithoutMemoryPlanning) {
+  std::mt19937 rng(9);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 3, 16, 16}).output("y").output("mid");
+  m.initializer("w1", conv_weight(rng, 8, 3, 3)).initializer("w2", conv_weight(rng, 8, 8, 3));
+  attr_ints(m.node("Conv", {"x", "w1"}, {"a"}), "pads", {1, 1, 1, 1});
+  m.node("Sigmoid", {"a"}, {"b"});
+  m.node("Exp", {"b"}, {"mid"});
+  attr_ints(m.node("Conv", {"b", "w2"}, {"c"}), "pads", {1, 1, 1, 1});
+  m.node("Tanh", {"c"}, {"d"});
+  m.node("Add", {"d", "b"}, {"e"});
+  m.node("Abs", {"e"}, {"f"});
+  m.node("Flatten", {"f"}, {"y"});
+  std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 3, 16, 16}, rng)}};
+  for (int level : {0, 1}) {
+    Result on = run(m, feeds, level, true), off = run(m, feeds, level, false);
+    for (auto& [name, t] : off.out) EXPECT_EQ(on.out.at(name).bytes, t.bytes) << name << " at -O" << level;
+    EXPECT_NE(on.plan_json.find("\"memory_planned\": true"), std::string::npos);
+    EXPECT_NE(off.plan_json.find("\"memory_planned\": false"), std::string::npos);
+  }
+}
+
+}  // namespace
