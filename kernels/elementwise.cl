@@ -4,8 +4,10 @@
 //   -DTA=float [-DTB=.. -DTC=..] -DTO=float   element types of inputs and output
 //   -DOP_<NAME>                                the operator (see the tables below)
 //   -DALPHA=.. -DBETA=.. -DGAMMA=..            operator parameters, as float literals
-//   -DIDX_A=0|1|2 (IDX_B, IDX_C)               how an input is indexed: 0 same shape as the output,
-//                                              1 a single element, 2 broadcast through strides
+//   -DIDX_A=0|1|2|3 (IDX_B, IDX_C)             how an input is indexed: 0 same shape as the output,
+//                                              1 a single element, 2 broadcast through strides,
+//                                              3 (i / INNER_x) % COUNT_x (a per-channel or per-row
+//                                              operand: one contiguous block of output dims)
 //   -DNDIM=n                                   rank used by broadcast indexing
 //   -DTO_INT                                   output is an integer/bool type
 //   -DUSE_FP64                                 a double is involved
@@ -199,7 +201,25 @@ inline long strided_index(long i, __global const long* meta, int which) {
   return idx;
 }
 
-#define INDEX(mode, i, which) ((mode) == 0 ? (i) : ((mode) == 1 ? 0 : strided_index(i, meta, which)))
+#ifndef INNER_A
+#define INNER_A 1
+#define COUNT_A 1
+#endif
+#ifndef INNER_B
+#define INNER_B 1
+#define COUNT_B 1
+#endif
+#ifndef INNER_C
+#define INNER_C 1
+#define COUNT_C 1
+#endif
+
+// Mode 3 divides by compile-time constants, which is far cheaper than walking every dimension.
+#define INDEX(mode, i, which, inner, count)                    \
+  ((mode) == 0   ? (i)                                         \
+   : (mode) == 1 ? 0                                           \
+   : (mode) == 3 ? ((i) / (inner)) % (count)                   \
+                 : strided_index(i, meta, which))
 
 #ifndef IDX_A
 #define IDX_A 0
@@ -225,8 +245,8 @@ __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO*
                         __global const long* meta, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[INDEX(IDX_A, i, 0)];
-  TB z = b[INDEX(IDX_B, i, 1)];
+  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
+  TB z = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
   y[i] = (TO)(G(x, z));
 }
 #endif
@@ -236,9 +256,9 @@ __kernel void ew_ternary(__global const TA* a, __global const TB* b, __global co
                          __global TO* y, __global const long* meta, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[INDEX(IDX_A, i, 0)];
-  TB u = b[INDEX(IDX_B, i, 1)];
-  TC v = c[INDEX(IDX_C, i, 2)];
+  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
+  TB u = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
+  TC v = c[INDEX(IDX_C, i, 2, INNER_C, COUNT_C)];
   y[i] = (TO)(H(x, u, v));
 }
 #endif

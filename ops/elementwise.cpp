@@ -41,6 +41,7 @@ void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vec
   const int nd = std::max<int>(1, static_cast<int>(out.shape.size()));
   static const char* tnames[] = {"TA", "TB", "TC"};
   static const char* inames[] = {"IDX_A", "IDX_B", "IDX_C"};
+  static const char* suffix[] = {"_A", "_B", "_C"};
 
   std::vector<std::pair<std::string, DType>> types;
   for (size_t k = 0; k < inputs.size(); ++k) types.push_back({tnames[k], g.values[inputs[k]].dtype});
@@ -56,12 +57,33 @@ void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vec
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Shape& s = g.values[inputs[k]].shape;
     int mode = 2;
-    if (s == out.shape) mode = 0;
-    else if (numel(s) == 1) mode = 1;
-    opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
-    any_strided |= mode == 2;
     Shape padded(nd - std::min<size_t>(nd, s.size()), 1);
     padded.insert(padded.end(), s.begin(), s.end());
+    if (s == out.shape) mode = 0;
+    else if (numel(s) == 1) mode = 1;
+    else {
+      // One contiguous block [first, last] of output dims that the input matches exactly, with
+      // the input 1 everywhere else: index = (i / inner) % count.
+      int first = -1, last = -1;
+      bool block = true;
+      for (int d = 0; d < nd; ++d) {
+        if (padded[d] == 1 && out.shape[d] != 1) continue;
+        if (padded[d] != out.shape[d]) block = false;
+        if (first < 0) first = d;
+        else if (last != d - 1) block = false;
+        last = d;
+      }
+      if (block && first >= 0) {
+        int64_t inner = 1, count = 1;
+        for (int d = last + 1; d < nd; ++d) inner *= out.shape[d];
+        for (int d = first; d <= last; ++d) count *= out.shape[d];
+        mode = 3;
+        opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] + "=" +
+                std::to_string(count) + "L";
+      }
+    }
+    opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
+    any_strided |= mode == 2;
     auto st = strides_of(padded);
     for (int d = 0; d < nd; ++d) meta.push_back(padded[d] == 1 ? 0 : st[d]);
   }
