@@ -1,8 +1,346 @@
-// Placeholder: this family's rows are not written yet.
-#include "ops/op.hpp"
+// Normalizations (BatchNormalization, InstanceNormalization, LayerNormalization, LRN,
+// MeanVarianceNormalization) and Softmax, LogSoftmax, Hardmax. Kernels: kernels/norm.cl and
+// kernels/softmax.cl.
+#include <cmath>
+#include <cstdint>
+
+#include "ops/elementwise.hpp"
+#include "ops/host_math.hpp"
+#include "ops/reduce_ops.hpp"
 
 namespace oi {
 
-void add_norm_ops(std::vector<OpDef>&) {}
+using ocl_infer::dtype_name;
+using ocl_infer::shape_to_string;
+
+namespace {
+
+void check_float(OpContext& ctx, int i) {
+  if (!is_float(ctx.in_type(i)))
+    ctx.fail("input " + std::to_string(i) + " must be a floating-point tensor, not " +
+             dtype_name(ctx.in_type(i)));
+}
+
+// "-DT=float -DTA=float" or the double versions; float16 is not handled on the device yet.
+std::string float_type_defines(OpContext& ctx, DType t) {
+  if (t != DType::Float32 && t != DType::Float64)
+    ctx.unsupported(std::string(dtype_name(t)) + " tensors are not supported on the device yet");
+  std::string ct = cl_type(t);
+  return "-DT=" + ct + " -DTA=" + ct + (t == DType::Float64 ? " -DUSE_FP64" : "");
+}
+
+// " -DINDEX32" when flat indices below n fit in 32 bits.
+std::string index_defines(int64_t n) {
+  return n < (int64_t{1} << 31) ? " -DINDEX32" : "";
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to && d < s.size(); ++d) p *= s[d];
+  return p;
+}
+
+// ---- BatchNormalization (inference) ------------------------------------------------------
+// Per-channel parameters apply to x viewed as [.., channels, block]: with spatial=1 (the only
+// mode from opset 9) channels = C and block = the spatial size; with spatial=0 (opsets 6-7) every
+// (c, position) pair has its own parameters.
+struct BnGeom {
+  int64_t channels, block;
+};
+
+BnGeom bn_geom(OpContext& ctx) {
+  const Shape& xs = ctx.in_shape(0);
+  if (xs.size() < 2) ctx.fail("X must have rank >= 2 (N x C x ...), got " + shape_to_string(xs));
+  const int64_t c = xs[1], s = product(xs, 2, xs.size());
+  const bool spatial = ctx.opset() >= 9 || ctx.node().attr_int("spatial", 1) != 0;
+  return spatial ? BnGeom{c, s} : BnGeom{c * s, 1};
+}
+
+void bn_infer(OpContext& ctx) {
+  const Node& n = ctx.node();
+  check_float(ctx, 0);
+  if (ctx.num_inputs() != 5) ctx.fail("needs 5 inputs (X, scale, B, mean, var)");
+  if (ctx.opset() >= 14 && n.attr_int("training_mode", 0) != 0)
+    ctx.unsupported("training_mode=1 is not supported (inference only)");
+  if (ctx.opset() < 7 && n.attr_int("is_test", 0) == 0)
+    ctx.unsupported("is_test=0 (training) is not supported (inference only)");
+  for (int k = 1; k < ctx.num_outputs(); ++k)
+    if (ctx.has_output(k))
+      ctx.unsupported("output " + std::to_string(k) +
+                      " (running or saved statistics) exists only in training mode, which is "
+                      "not supported");
+  const BnGeom g = bn_geom(ctx);
+  static const char* names[] = {"X", "scale", "B", "mean", "var"};
+  for (int k = 1; k < 5; ++k) {
+    check_float(ctx, k);
+    if (numel(ctx.in_shape(k)) != g.channels)
+      ctx.fail(std::string(names[k]) + " has shape " + shape_to_string(ctx.in_shape(k)) +
+               ", expected " + std::to_string(g.channels) + " elements for X of shape " +
+               shape_to_string(ctx.in_shape(0)));
+  }
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+void bn_build(OpContext& ctx) {
+  const DType t = ctx.in_type(0);
+  const BnGeom g = bn_geom(ctx);
+  const int64_t n = numel(ctx.in_shape(0));
+  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  const std::string opts = float_type_defines(ctx, t) + index_defines(n);
+  const size_t local = 64;
+  const std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
+  if (ctx.is_const(1) && ctx.is_const(2) && ctx.is_const(3) && ctx.is_const(4)) {
+    // Fold everything into y = x * a + b, in double so that folding adds no rounding of its own.
+    Tensor a(t, {g.channels}), b(t, {g.channels});
+    for (int64_t c = 0; c < g.channels; ++c) {
+      double sc = host_get_f(ctx.in_data(1), c), bias = host_get_f(ctx.in_data(2), c);
+      double mean = host_get_f(ctx.in_data(3), c), var = host_get_f(ctx.in_data(4), c);
+      double k = sc / std::sqrt(var + eps);
+      host_set_f(a, c, k);
+      host_set_f(b, c, bias - mean * k);
+    }
+    cl_mem am = ctx.dev().params(a.bytes.data(), a.bytes.size());
+    cl_mem bm = ctx.dev().params(b.bytes.data(), b.bytes.size());
+    ctx.launch("norm", "bn_scale_shift", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), am,
+               bm, n, g.block, g.channels);
+    return;
+  }
+  for (int k = 1; k < 5; ++k)
+    if (ctx.in_type(k) != t)
+      ctx.unsupported("run-time parameters of another type than X are not supported");
+  ctx.launch("norm", "bn_generic", opts, global, {local}, ctx.in_buf(0), ctx.in_buf(1),
+             ctx.in_buf(2), ctx.in_buf(3), ctx.in_buf(4), ctx.out_buf(0), n, g.block, g.channels,
+             static_cast<float>(eps));
+}
+
+// ---- row normalizations: LayerNormalization, InstanceNormalization, MVN ------------------
+struct RowNorm {
+  std::vector<bool> reduced;  // dims of X that one row spans
+  std::string defines;        // AFFINE_*, HAS_BIAS, STATS_OUT, STD_PLUS_EPS
+  int scale = -1, bias = -1;  // input indices, -1 when absent
+  float eps = 1e-5f;
+};
+
+// One work-group per row (see norm_rows in kernels/norm.cl).
+void launch_norm_rows(OpContext& ctx, const RowNorm& rn) {
+  const DType t = ctx.in_type(0);
+  const ReduceGeometry g = reduce_geometry(ctx.in_shape(0), rn.reduced);
+  const std::string base = float_type_defines(ctx, t) + g.defines() + rn.defines;
+  if (g.n_out == 0 || g.n_red == 0) return;
+  const auto p = g.params();
+  cl_mem pm = ctx.dev().params(p.data(), p.size() * sizeof(int64_t));
+  std::string opts;
+  const size_t wg = pick_work_group(ctx, "norm", "norm_rows", base, row_work_group(g.n_red), &opts);
+  cl_mem none = nullptr;
+  cl_mem scale = rn.scale >= 0 ? ctx.in_buf(rn.scale) : none;
+  cl_mem bias = rn.bias >= 0 ? ctx.in_buf(rn.bias) : none;
+  const int64_t scale_n = rn.scale >= 0 ? numel(ctx.in_shape(rn.scale)) : 1;
+  const int64_t bias_n = rn.bias >= 0 ? numel(ctx.in_shape(rn.bias)) : 1;
+  cl_mem mean_out = ctx.has_output(1) ? ctx.out_buf(1) : none;
+  cl_mem inv_out = ctx.has_output(2) ? ctx.out_buf(2) : none;
+  ctx.launch("norm", "norm_rows", opts, {static_cast<size_t>(g.n_out) * wg}, {wg}, ctx.in_buf(0),
+             ctx.out_buf(0), pm, g.n_red, scale, bias, scale_n, bias_n, mean_out, inv_out, rn.eps);
+}
+
+// LayerNormalization's Scale and B broadcast to X.shape[axis:]; supported when, without leading
+// 1s, they are a suffix of it, so that the kernel can index them with (position in row) % size.
+bool suffix_of(const Shape& p, const Shape& x, size_t axis) {
+  size_t lead = 0;
+  while (lead < p.size() && p[lead] == 1) ++lead;
+  const size_t len = p.size() - lead;
+  if (len > x.size() - axis) return false;
+  for (size_t k = 0; k < len; ++k)
+    if (p[lead + k] != x[x.size() - len + k]) return false;
+  return true;
+}
+
+int64_t ln_axis(OpContext& ctx) {
+  return ctx.axis(ctx.node().attr_int("axis", -1), static_cast<int64_t>(ctx.in_shape(0).size()));
+}
+
+void ln_infer(OpContext& ctx) {
+  const Node& n = ctx.node();
+  check_float(ctx, 0);
+  const Shape& xs = ctx.in_shape(0);
+  if (xs.empty()) ctx.fail("X must have rank >= 1");
+  const size_t axis = static_cast<size_t>(ln_axis(ctx));
+  if (!ctx.has_input(1)) ctx.fail("input 1 (Scale) is required");
+  if (n.attr_int("stash_type", 1) != 1)
+    ctx.unsupported("stash_type " + std::to_string(n.attr_int("stash_type", 1)) +
+                    " is not supported (only 1, float32)");
+  for (int k = 1; k < 3; ++k) {
+    if (!ctx.has_input(k)) continue;
+    if (ctx.in_type(k) != ctx.in_type(0)) ctx.fail("Scale and B must have X's type");
+    if (!suffix_of(ctx.in_shape(k), xs, axis))
+      ctx.unsupported(std::string(k == 1 ? "Scale" : "B") + " of shape " +
+                      shape_to_string(ctx.in_shape(k)) + " is not supported for X of shape " +
+                      shape_to_string(xs) + " and axis " + std::to_string(axis) +
+                      " (only trailing-dims broadcasting)");
+  }
+  ctx.set_out(0, ctx.in_type(0), xs);
+  Shape stats(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
+  stats.resize(xs.size(), 1);
+  ctx.set_out(1, DType::Float32, stats);
+  ctx.set_out(2, DType::Float32, stats);
+}
+
+void ln_build(OpContext& ctx) {
+  const size_t axis = static_cast<size_t>(ln_axis(ctx));
+  RowNorm rn;
+  rn.reduced.assign(ctx.in_shape(0).size(), false);
+  for (size_t d = axis; d < rn.reduced.size(); ++d) rn.reduced[d] = true;
+  rn.scale = 1;
+  rn.defines = " -DAFFINE_COL";
+  if (ctx.has_input(2)) {
+    rn.bias = 2;
+    rn.defines += " -DHAS_BIAS";
+  }
+  if (ctx.has_output(1) || ctx.has_output(2)) rn.defines += " -DSTATS_OUT";
+  rn.eps = ctx.node().attr_float("epsilon", 1e-5f);
+  launch_norm_rows(ctx, rn);
+}
+
+void instnorm_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  const Shape& xs = ctx.in_shape(0);
+  if (xs.size() < 3)
+    ctx.fail("input must have rank >= 3 (N x C x D1 ...), got " + shape_to_string(xs));
+  for (int k = 1; k < 3; ++k) {
+    if (ctx.in_type(k) != ctx.in_type(0)) ctx.fail("scale and B must have the input's type");
+    if (numel(ctx.in_shape(k)) != xs[1])
+      ctx.fail(std::string(k == 1 ? "scale" : "B") + " has shape " +
+               shape_to_string(ctx.in_shape(k)) + ", expected " + std::to_string(xs[1]) +
+               " channels");
+  }
+  ctx.set_out(0, ctx.in_type(0), xs);
+}
+
+void instnorm_build(OpContext& ctx) {
+  RowNorm rn;
+  rn.reduced.assign(ctx.in_shape(0).size(), true);
+  rn.reduced[0] = rn.reduced[1] = false;
+  rn.scale = 1;
+  rn.bias = 2;
+  rn.defines = " -DAFFINE_ROW";  // row n * C + c: scale index row % C
+  rn.eps = ctx.node().attr_float("epsilon", 1e-5f);
+  launch_norm_rows(ctx, rn);
+}
+
+std::vector<bool> mvn_reduced(OpContext& ctx) {
+  const int64_t rank = static_cast<int64_t>(ctx.in_shape(0).size());
+  std::vector<bool> r(rank, false);
+  for (int64_t a : ctx.node().attr_ints("axes", {0, 2, 3})) {
+    int64_t d = ctx.axis(a, rank);
+    if (r[d]) ctx.fail("axis " + std::to_string(a) + " is listed twice");
+    r[d] = true;
+  }
+  return r;
+}
+
+void mvn_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  mvn_reduced(ctx);
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+void mvn_build(OpContext& ctx) {
+  RowNorm rn;
+  rn.reduced = mvn_reduced(ctx);
+  // The ONNX function body divides by sqrt(variance) + 1e-9.
+  rn.defines = " -DSTD_PLUS_EPS";
+  rn.eps = 1e-9f;
+  launch_norm_rows(ctx, rn);
+}
+
+// ---- LRN ---------------------------------------------------------------------------------
+void lrn_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  const Shape& xs = ctx.in_shape(0);
+  if (xs.size() < 2)
+    ctx.fail("input must have rank >= 2 (N x C x ...), got " + shape_to_string(xs));
+  if (!ctx.node().has("size")) ctx.fail("attribute 'size' is required");
+  if (ctx.node().attr_int("size", 0) < 1) ctx.fail("size must be >= 1");
+  ctx.set_out(0, ctx.in_type(0), xs);
+}
+
+void lrn_build(OpContext& ctx) {
+  const Node& n = ctx.node();
+  const Shape& xs = ctx.in_shape(0);
+  const int64_t total = numel(xs);
+  const size_t local = 64;
+  ctx.launch("norm", "lrn", float_type_defines(ctx, ctx.in_type(0)) + index_defines(total),
+             {round_up(static_cast<size_t>(total), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
+             total, xs[1], product(xs, 2, xs.size()), static_cast<int32_t>(n.attr_int("size", 1)),
+             n.attr_float("alpha", 1e-4f), n.attr_float("beta", 0.75f), n.attr_float("bias", 1.0f));
+}
+
+// ---- Softmax, LogSoftmax, Hardmax --------------------------------------------------------
+// x viewed as [outer, len, inner]. Before opset 13 the input is coerced to 2-D at `axis` and
+// normalized over the whole flattened inner part; from opset 13 along the one axis.
+struct SoftmaxGeom {
+  int64_t outer, len, inner;
+};
+
+SoftmaxGeom softmax_geom(OpContext& ctx) {
+  const Shape& s = ctx.in_shape(0);
+  if (s.empty()) ctx.fail("input must have rank >= 1");
+  const bool old = ctx.opset() < 13;
+  const size_t axis = static_cast<size_t>(
+      ctx.axis(ctx.node().attr_int("axis", old ? 1 : -1), static_cast<int64_t>(s.size())));
+  if (old) return {product(s, 0, axis), product(s, axis, s.size()), 1};
+  return {product(s, 0, axis), s[axis], product(s, axis + 1, s.size())};
+}
+
+void softmax_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  softmax_geom(ctx);
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+void softmax_build(OpContext& ctx) {
+  const std::string& op = ctx.node().op_type;
+  const SoftmaxGeom g = softmax_geom(ctx);
+  const std::string macro = op == "Softmax"      ? "SOFTMAX"
+                            : op == "LogSoftmax" ? "LOGSOFTMAX"
+                                                 : "HARDMAX";
+  const std::string opts = float_type_defines(ctx, ctx.in_type(0)) + " -DOP_" + macro;
+  const int64_t n_out = g.outer * g.inner;
+  if (n_out == 0 || g.len == 0) return;
+  if (g.inner == 1 && g.len >= 32 && macro != "HARDMAX") {
+    std::string o;
+    const size_t wg =
+        pick_work_group(ctx, "softmax", "softmax_rows_wg", opts, row_work_group(g.len), &o);
+    ctx.launch("softmax", "softmax_rows_wg", o, {static_cast<size_t>(g.outer) * wg}, {wg},
+               ctx.in_buf(0), ctx.out_buf(0), g.len);
+    return;
+  }
+  const size_t local = 64;
+  ctx.launch("softmax", "softmax_generic", opts, {round_up(static_cast<size_t>(n_out), local)},
+             {local}, ctx.in_buf(0), ctx.out_buf(0), n_out, g.len, g.inner);
+}
+
+}  // namespace
+
+void add_norm_ops(std::vector<OpDef>& t) {
+  // `inplace` where output 0 may overwrite input 0: every element (BatchNormalization) or every
+  // row (the rest) is read in full by the work-item or work-group that writes it, and no other
+  // input can have the output's shape. Not LayerNormalization (Scale may have X's shape) nor LRN
+  // (reads neighbouring channels).
+  auto row = [&](const char* op, int v, void (*infer)(OpContext&), void (*build)(OpContext&),
+                 bool inplace) {
+    OpDef d{op, v, infer, nullptr, build};
+    d.inplace = inplace;
+    t.push_back(d);
+  };
+  // BatchNormalization: 6 (is_test, spatial), 7 (spatial), 9 (always spatial), 14
+  // (training_mode), 15 (separate types for the statistics).
+  for (int v : {6, 7, 9, 14, 15}) row("BatchNormalization", v, bn_infer, bn_build, true);
+  for (int v : {1, 6}) row("InstanceNormalization", v, instnorm_infer, instnorm_build, true);
+  row("LayerNormalization", 17, ln_infer, ln_build, false);
+  for (int v : {9, 13}) row("MeanVarianceNormalization", v, mvn_infer, mvn_build, true);
+  for (int v : {1, 13}) row("LRN", v, lrn_infer, lrn_build, false);
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
+    for (int v : {1, 11, 13}) row(op, v, softmax_infer, softmax_build, true);
+}
 
 }  // namespace oi

@@ -1,0 +1,84 @@
+// Softmax, LogSoftmax and Hardmax along one axis of a tensor viewed as [outer, len, inner].
+//
+// Build options:
+//   -DT=float|double                       element type
+//   -DOP_SOFTMAX | -DOP_LOGSOFTMAX | -DOP_HARDMAX
+//   -DWG=n                                 work-group size of softmax_rows_wg
+//   -DUSE_FP64                             T is double
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+// One work-item per (outer, inner) pair: neighbouring work-items read neighbouring elements when
+// inner > 1. The maximum is subtracted before exp() so that large inputs cannot overflow.
+__kernel void softmax_generic(__global const T* x, __global T* y, long n_out, long len,
+                              long inner) {
+  long i = get_global_id(0);
+  if (i >= n_out) return;
+  long o = i / inner;
+  long base = o * len * inner + (i - o * inner);
+  __global const T* xr = x + base;
+  __global T* yr = y + base;
+#ifdef OP_HARDMAX
+  T best = xr[0];
+  long bi = 0;
+  for (long k = 1; k < len; ++k) {
+    T v = xr[k * inner];
+    if (v > best) {
+      best = v;
+      bi = k;
+    }
+  }
+  for (long k = 0; k < len; ++k) yr[k * inner] = k == bi ? (T)1 : (T)0;
+#else
+  T m = -INFINITY;
+  for (long k = 0; k < len; ++k) m = fmax(m, xr[k * inner]);
+  T s = 0;
+  for (long k = 0; k < len; ++k) s += exp(xr[k * inner] - m);
+#ifdef OP_LOGSOFTMAX
+  T shift = m + log(s);
+  for (long k = 0; k < len; ++k) yr[k * inner] = xr[k * inner] - shift;
+#else
+  for (long k = 0; k < len; ++k) yr[k * inner] = exp(xr[k * inner] - m) / s;
+#endif
+#endif
+}
+
+#if defined(WG) && !defined(OP_HARDMAX)
+#define SUMV(a, b) ((a) + (b))
+#define MAXV(a, b) fmax(a, b)
+
+// Tree reduction over the work-group; every work-item gets the result in v.
+#define WG_REDUCE(buf, v, COMBINE)                               \
+  do {                                                           \
+    buf[lid] = v;                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                \
+    for (int s_ = WG / 2; s_ > 0; s_ >>= 1) {                    \
+      if (lid < s_) buf[lid] = COMBINE(buf[lid], buf[lid + s_]); \
+      barrier(CLK_LOCAL_MEM_FENCE);                              \
+    }                                                            \
+    v = buf[0];                                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                \
+  } while (0)
+
+// inner == 1: one work-group per contiguous row, so that long rows (class scores, attention)
+// are read coalesced and by many work-items.
+__kernel void softmax_rows_wg(__global const T* x, __global T* y, long len) {
+  const int lid = (int)get_local_id(0);
+  __global const T* xr = x + get_group_id(0) * len;
+  __global T* yr = y + get_group_id(0) * len;
+  __local T buf[WG];
+  T m = -INFINITY;
+  for (long k = lid; k < len; k += WG) m = fmax(m, xr[k]);
+  WG_REDUCE(buf, m, MAXV);
+  T s = 0;
+  for (long k = lid; k < len; k += WG) s += exp(xr[k] - m);
+  WG_REDUCE(buf, s, SUMV);
+#ifdef OP_LOGSOFTMAX
+  T shift = m + log(s);
+  for (long k = lid; k < len; k += WG) yr[k] = xr[k] - shift;
+#else
+  for (long k = lid; k < len; k += WG) yr[k] = exp(xr[k] - m) / s;
+#endif
+}
+#endif
