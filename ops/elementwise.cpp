@@ -246,6 +246,13 @@ void unary_build(OpContext& ctx) {
 }
 
 // ---- binary --------------------------------------------------------------------------------
+// PRelu before opset 7 applies a 1-D slope per channel (axis 1), not numpy-style.
+bool legacy_channel_slope(const OpContext& ctx) {
+  if (ctx.node().op_type != "PRelu" || ctx.opset() >= 7) return false;
+  const Shape &x = ctx.in_shape(0), &s = ctx.in_shape(1);
+  return x.size() > 2 && s.size() == 1 && s[0] == x[1] && s[0] != 1;
+}
+
 void binary_infer(OpContext& ctx) {
   const BinaryOp& b = *find_binary(ctx.node().op_type);
   DType ta = ctx.in_type(0), tb = ctx.in_type(1);
@@ -254,6 +261,10 @@ void binary_infer(OpContext& ctx) {
     ctx.fail(std::string("input types differ: ") + ocl_infer::dtype_name(ta) + " and " +
              ocl_infer::dtype_name(tb));
   Shape s;
+  if (legacy_channel_slope(ctx)) {
+    ctx.set_out(0, ta, ctx.in_shape(0));
+    return;
+  }
   if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(1), &s))
     ctx.fail("shapes " + ocl_infer::shape_to_string(ctx.in_shape(0)) + " and " +
              ocl_infer::shape_to_string(ctx.in_shape(1)) + " do not broadcast");
@@ -277,14 +288,41 @@ void binary_host_eval(OpContext& ctx, const BinaryOp& b, const Tensor& x, const 
 void binary_host(OpContext& ctx) {
   const BinaryOp& b = *find_binary(ctx.node().op_type);
   Tensor y(ctx.out(0).dtype, ctx.out(0).shape);
+  if (legacy_channel_slope(ctx)) {
+    const Tensor &x = ctx.in_data(0), &slope = ctx.in_data(1);
+    int64_t inner = 1, c = slope.numel();
+    for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
+    for (int64_t i = 0; i < y.numel(); ++i)
+      host_set_f(y, i, b.host_f(host_get_f(x, i), host_get_f(slope, (i / inner) % c)));
+    ctx.set_out_data(0, std::move(y));
+    return;
+  }
   binary_host_eval(ctx, b, ctx.in_data(0), ctx.in_data(1), y);
   ctx.set_out_data(0, std::move(y));
 }
 
 void binary_build(OpContext& ctx) {
   const BinaryOp& b = *find_binary(ctx.node().op_type);
-  launch_elementwise(ctx, b.macro, {ctx.node().inputs[0], ctx.node().inputs[1]},
-                     ctx.node().outputs[0]);
+  int slope = ctx.node().inputs[1];
+  if (legacy_channel_slope(ctx)) {
+    // Same bytes, seen as [C, 1, ..., 1].
+    Graph& g = ctx.graph();
+    Shape cs(ctx.in_shape(0).size() - 1, 1);
+    cs[0] = ctx.in_shape(1)[0];
+    int v = g.add_value(g.values[slope].name + "/per_channel");
+    g.values[v].dtype = g.values[slope].dtype;
+    g.values[v].shape = cs;
+    g.values[v].shape_known = true;
+    if (g.values[slope].data) {
+      auto t = std::make_shared<Tensor>(*g.values[slope].data);
+      t->shape = cs;
+      g.values[v].data = t;
+    } else {
+      ctx.dev().alias(v, slope);
+    }
+    slope = v;
+  }
+  launch_elementwise(ctx, b.macro, {ctx.node().inputs[0], slope}, ctx.node().outputs[0]);
 }
 
 // ---- Mod, BitShift -------------------------------------------------------------------------
