@@ -1,8 +1,304 @@
-// Placeholder: this family's rows are not written yet.
-#include "ops/op.hpp"
+// Resize (opsets 10, 11, 13) and Upsample (7, 9): nearest, linear and cubic over any set of dims.
+// The host maps every output coordinate of every resized dim to source taps and weights in double,
+// exactly as the ONNX reference does; kernels/resize.cl only gathers and sums.
+#include <cmath>
+
+#include "ops/copy_view.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/host_math.hpp"
 
 namespace oi {
 
-void add_resize_ops(std::vector<OpDef>&) {}
+namespace {
+
+using ocl_infer::shape_to_string;
+
+constexpr int kMaxResized = 8;  // MAX_RESIZED in kernels/resize.cl
+
+struct ResizeSpec {
+  std::string mode;     // nearest | linear | cubic
+  std::string coord;    // coordinate_transformation_mode
+  std::string nearest;  // nearest_mode; "simple" for Upsample and Resize-10
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0;
+  std::vector<double> scales, roi;  // roi: rank starts then rank ends (tf_crop_and_resize)
+  Shape out;
+};
+
+std::vector<double> float_values(OpContext& ctx, int i) {
+  const Tensor& t = ctx.in_data(i);
+  if (!is_float(t.dtype)) ctx.fail("input " + std::to_string(i) + " must be a float tensor");
+  std::vector<double> v(t.numel());
+  for (int64_t k = 0; k < t.numel(); ++k) v[k] = host_get_f(t, k);
+  return v;
+}
+
+ResizeSpec resize_spec(OpContext& ctx) {
+  const Node& n = ctx.node();
+  const Shape& in = ctx.in_shape(0);
+  const size_t r = in.size();
+  const bool upsample = n.op_type == "Upsample";
+  const bool v10 = upsample || ctx.opset() < 11;
+  ResizeSpec s;
+  s.mode = n.attr_string("mode", "nearest");
+  if (s.mode == "bilinear") s.mode = "linear";  // Upsample-1 spelling
+  if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic")
+    ctx.fail("mode must be nearest, linear or cubic, not '" + s.mode + "'");
+  if (v10 && s.mode == "cubic") ctx.fail("mode cubic needs Resize opset 11 or later");
+  if (v10) {
+    s.coord = "asymmetric";
+    s.nearest = "simple";
+  } else {
+    s.coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+    s.nearest = n.attr_string("nearest_mode", "round_prefer_floor");
+    s.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
+    s.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+    s.extrapolation = n.attr_float("extrapolation_value", 0.f);
+    static const char* kCoords[] = {"half_pixel",           "asymmetric",
+                                    "align_corners",        "pytorch_half_pixel",
+                                    "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    bool known = false;
+    for (const char* c : kCoords) known |= s.coord == c;
+    if (!known) {
+      if (s.coord == "half_pixel_symmetric")
+        ctx.unsupported("coordinate_transformation_mode 'half_pixel_symmetric' (opset 19)");
+      ctx.fail("unknown coordinate_transformation_mode '" + s.coord + "'");
+    }
+    if (s.nearest != "round_prefer_floor" && s.nearest != "round_prefer_ceil" &&
+        s.nearest != "floor" && s.nearest != "ceil")
+      ctx.fail("unknown nearest_mode '" + s.nearest + "'");
+    if (n.has("antialias") || n.has("axes") || n.has("keep_aspect_ratio_policy"))
+      ctx.unsupported("antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
+  }
+
+  // Scales from the attribute (Upsample-7), input 1 (Upsample-9, Resize-10) or input 2;
+  // sizes from input 3.
+  std::vector<double> scales;
+  bool have_sizes = false;
+  if (upsample && ctx.opset() < 9) {
+    for (float f : n.attr_floats("scales", {})) scales.push_back(f);
+  } else if (v10) {
+    scales = float_values(ctx, 1);
+  } else {
+    if (ctx.has_input(2)) scales = float_values(ctx, 2);
+    if (ctx.has_input(3)) {
+      auto sizes = ctx.in_ints(3);
+      if (!sizes.empty()) {
+        if (!scales.empty()) ctx.fail("only one of scales and sizes may be given");
+        if (sizes.size() != r)
+          ctx.fail("sizes " + shape_to_string(sizes) + " must have one entry per input dim " +
+                   shape_to_string(in));
+        have_sizes = true;
+        for (size_t d = 0; d < r; ++d) {
+          if (sizes[d] < 0) ctx.fail("sizes " + shape_to_string(sizes) + " has a negative dim");
+          s.out.push_back(sizes[d]);
+          scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(sizes[d]) / in[d]);
+        }
+      }
+    }
+    if (s.coord == "tf_crop_and_resize") {
+      s.roi = ctx.has_input(1) ? float_values(ctx, 1) : std::vector<double>{};
+      if (s.roi.size() != 2 * r)
+        ctx.fail("roi must have 2 * rank (" + std::to_string(2 * r) +
+                 ") entries for "
+                 "tf_crop_and_resize");
+    }
+  }
+  if (scales.size() != r)
+    ctx.fail(std::string(have_sizes ? "sizes" : "scales") + " must have one entry per input dim " +
+             shape_to_string(in) + ", got " + std::to_string(scales.size()));
+  if (!have_sizes) {
+    for (size_t d = 0; d < r; ++d) {
+      if (!(scales[d] > 0) || static_cast<double>(in[d]) * scales[d] > 1e12)
+        ctx.fail("scales must be positive and give a sane size");
+      // floor(in * scale), in double like the reference (a float32 scale times an int dim).
+      s.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+    }
+  }
+  s.scales = scales;
+  return s;
+}
+
+void resize_infer(OpContext& ctx) {
+  ResizeSpec s = resize_spec(ctx);
+  DType t = ctx.in_type(0);
+  if (s.mode != "nearest" && t != DType::Float32 && t != DType::Float64)
+    ctx.unsupported(std::string(s.mode) + " resize of " + ocl_infer::dtype_name(t) +
+                    " tensors is not supported (float32 and float64 are)");
+  ctx.set_out(0, t, s.out);
+}
+
+// The taps of one output coordinate `x` of a dim of length `in` resized to `out`.
+struct Taps {
+  std::vector<int> idx;
+  std::vector<double> w;
+};
+
+std::vector<double> cubic_coeffs(double r, double a) {
+  auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 <= x < 2
+  auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };       // 0 <= x < 1
+  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+}
+
+Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
+  const double scale = s.scales[d];
+  const double out_w = scale * static_cast<double>(in);  // the reference's output_width
+  const double xd = static_cast<double>(x);
+  double xo;
+  if (s.coord == "half_pixel") {
+    xo = (xd + 0.5) / scale - 0.5;
+  } else if (s.coord == "pytorch_half_pixel") {
+    xo = out_w > 1 ? (xd + 0.5) / scale - 0.5 : 0;
+  } else if (s.coord == "align_corners") {
+    xo = out_w == 1 ? 0 : xd * static_cast<double>(in - 1) / (out_w - 1);
+  } else if (s.coord == "tf_half_pixel_for_nn") {
+    xo = (xd + 0.5) / scale;
+  } else if (s.coord == "tf_crop_and_resize") {
+    const double r0 = s.roi[d], r1 = s.roi[s.roi.size() / 2 + d];
+    const double span = static_cast<double>(in - 1);
+    xo = out_w > 1 ? xd * (r1 - r0) * span / (out_w - 1) : 0.5 * (r1 - r0) * span;
+    xo += r0 * span;
+  } else {  // asymmetric
+    xo = xd / scale;
+  }
+  Taps t;
+  auto clamp = [in](int64_t i) {
+    return static_cast<int>(std::min<int64_t>(std::max<int64_t>(i, 0), in - 1));
+  };
+  if (s.coord == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    const size_t taps = s.mode == "nearest" ? 1 : s.mode == "linear" ? 2 : 4;
+    t.idx.assign(taps, -1);
+    t.w.assign(taps, 0);
+    return t;
+  }
+  const double fl = std::floor(xo);
+  const double ratio = xo - fl;
+  const int64_t i0 = static_cast<int64_t>(fl);
+  if (s.mode == "nearest") {
+    int64_t i;
+    // "simple" is what ONNX Runtime does for Upsample and Resize-10, which predate nearest_mode:
+    // truncate when enlarging, round up when shrinking.
+    if (s.nearest == "simple")
+      i = scale < 1 ? static_cast<int64_t>(std::ceil(xo)) : i0;
+    else if (ratio == 0)
+      i = i0;
+    else if (s.nearest == "round_prefer_floor")
+      i = ratio <= 0.5 ? i0 : i0 + 1;
+    else if (s.nearest == "round_prefer_ceil")
+      i = ratio < 0.5 ? i0 : i0 + 1;
+    else if (s.nearest == "floor")
+      i = i0;
+    else
+      i = i0 + 1;  // ceil
+    t.idx = {clamp(i)};
+    t.w = {1};
+  } else if (s.mode == "linear") {
+    t.idx = {clamp(i0), clamp(i0 + 1)};
+    t.w = {1 - ratio, ratio};
+  } else {
+    t.w = cubic_coeffs(ratio, s.cubic_a);
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = i0 - 1 + k;
+      if (s.exclude_outside && (i < 0 || i >= in)) t.w[k] = 0;
+      sum += t.w[k];
+      t.idx.push_back(clamp(i));
+    }
+    if (s.exclude_outside && sum != 0)
+      for (double& w : t.w) w /= sum;
+  }
+  return t;
+}
+
+void resize_build(OpContext& ctx) {
+  const ResizeSpec s = resize_spec(ctx);
+  const Shape& in = ctx.in_shape(0);
+  const Shape& out = ctx.out(0).shape;
+  const int64_t n = numel(out);
+  if (n == 0) return;
+  const int ndim = static_cast<int>(in.size());
+  for (int64_t d : in)
+    if (d == 0)
+      ctx.fail("cannot resize an empty input " + shape_to_string(in) + " to " +
+               shape_to_string(out));
+  const int taps = s.mode == "nearest" ? 1 : s.mode == "linear" ? 2 : 4;
+
+  // Tables for the dims whose mapping is not the identity.
+  std::vector<int64_t> resized;  // (dim, table offset) pairs
+  std::vector<int32_t> tidx;
+  std::vector<double> tw;
+  for (int d = 0; d < ndim; ++d) {
+    std::vector<int32_t> di;
+    std::vector<double> dw;
+    bool identity = in[d] == out[d];
+    for (int64_t x = 0; x < out[d]; ++x) {
+      Taps t = taps_for(s, d, x, in[d]);
+      for (int k = 0; k < taps; ++k) {
+        identity &= k == 0 ? (t.idx[0] == x && t.w[0] == 1) : t.w[k] == 0;
+        di.push_back(t.idx[k]);
+        dw.push_back(t.w[k]);
+      }
+    }
+    if (identity) continue;
+    resized.insert(resized.end(), {d, static_cast<int64_t>(tidx.size())});
+    tidx.insert(tidx.end(), di.begin(), di.end());
+    tw.insert(tw.end(), dw.begin(), dw.end());
+  }
+  const int k = static_cast<int>(resized.size() / 2);
+  if (k > kMaxResized)
+    ctx.unsupported("resizing more than " + std::to_string(kMaxResized) + " dims at once");
+  if (tidx.empty()) tidx.push_back(0);  // OpenCL buffers may not be empty
+
+  std::vector<int64_t> p = out;
+  auto st = strides_of(in);
+  p.insert(p.end(), st.begin(), st.end());
+  p.insert(p.end(), resized.begin(), resized.end());
+  DeviceBuilder& dev = ctx.dev();
+  cl_mem pm = dev.params(p.data(), p.size() * sizeof(int64_t));
+  cl_mem im = dev.params(tidx.data(), tidx.size() * sizeof(int32_t));
+  const size_t local = 64;
+  std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
+  const DType t = ctx.in_type(0);
+  const std::string idx = index_option({n, numel(in)});
+
+  if (s.mode == "nearest") {
+    Tensor extrap(t, {});
+    host_set_f(extrap, 0, s.extrapolation);
+    ctx.launch("resize", "resize_nearest", word_option(ctx, t) + idx, global, {local},
+               ctx.in_buf(0), ctx.out_buf(0), pm, im,
+               dev.params(extrap.bytes.data(), extrap.bytes.size()), static_cast<int32_t>(ndim),
+               static_cast<int32_t>(k), n);
+    return;
+  }
+  if (tw.empty()) tw.push_back(0);
+  const bool fp64 = t == DType::Float64;
+  const std::string opts =
+      (fp64 ? "-DT=double -DACC=double -DUSE_FP64" : "-DT=float -DACC=float") + idx;
+  cl_mem wm;
+  if (fp64) {
+    wm = dev.params(tw.data(), tw.size() * sizeof(double));
+  } else {
+    std::vector<float> twf(tw.begin(), tw.end());
+    wm = dev.params(twf.data(), twf.size() * sizeof(float));
+  }
+  if (fp64)
+    ctx.launch("resize", "resize_interp", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), pm,
+               im, wm, static_cast<int32_t>(ndim), static_cast<int32_t>(k),
+               static_cast<int32_t>(taps), s.extrapolation, n);
+  else
+    ctx.launch("resize", "resize_interp", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), pm,
+               im, wm, static_cast<int32_t>(ndim), static_cast<int32_t>(k),
+               static_cast<int32_t>(taps), static_cast<float>(s.extrapolation), n);
+}
+
+}  // namespace
+
+void add_resize_ops(std::vector<OpDef>& t) {
+  t.push_back({"Upsample", 7, resize_infer, nullptr, resize_build});
+  t.push_back({"Upsample", 9, resize_infer, nullptr, resize_build, 0b10});
+  t.push_back({"Resize", 10, resize_infer, nullptr, resize_build, 0b10});
+  t.push_back({"Resize", 11, resize_infer, nullptr, resize_build, 0b1110});
+}
 
 }  // namespace oi

@@ -1,8 +1,701 @@
-// Placeholder: this family's rows are not written yet.
-#include "ops/op.hpp"
+// Data-movement ops. Transpose, Slice, Expand, Tile, Concat, Split, DepthToSpace and SpaceToDepth
+// are each a list of strided copies (ops/copy_view.hpp) that runs on the host for constant folding
+// or through kernels/copy.cl on the device. Gather* and Pad have their own small kernels.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "ops/copy_view.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/host_math.hpp"
 
 namespace oi {
 
-void add_tensor_ops(std::vector<OpDef>&) {}
+void add_shape_ops(std::vector<OpDef>& t);
+
+namespace {
+
+using ocl_infer::shape_to_string;
+
+// A copy-based op: views() describes its outputs; infer() has already set every output.
+template <std::vector<CopyView> (*views)(OpContext&)>
+void copies_host(OpContext& ctx) {
+  run_copies_host(ctx, views(ctx));
+}
+template <std::vector<CopyView> (*views)(OpContext&)>
+void copies_build(OpContext& ctx) {
+  run_copies_device(ctx, views(ctx));
+}
+
+// ---- Transpose -----------------------------------------------------------------------------
+std::vector<int64_t> transpose_perm(OpContext& ctx) {
+  const int64_t r = static_cast<int64_t>(ctx.in_shape(0).size());
+  std::vector<int64_t> def(r);
+  for (int64_t d = 0; d < r; ++d) def[d] = r - 1 - d;
+  std::vector<int64_t> perm = ctx.node().attr_ints("perm", def);
+  if (static_cast<int64_t>(perm.size()) != r)
+    ctx.fail("perm " + shape_to_string(perm) + " does not match the input rank " +
+             std::to_string(r));
+  std::vector<bool> seen(r, false);
+  for (int64_t& p : perm) {
+    p = ctx.axis(p, r);
+    if (seen[p]) ctx.fail("perm " + shape_to_string(perm) + " is not a permutation");
+    seen[p] = true;
+  }
+  return perm;
+}
+
+void transpose_infer(OpContext& ctx) {
+  auto perm = transpose_perm(ctx);
+  Shape out;
+  for (int64_t p : perm) out.push_back(ctx.in_shape(0)[p]);
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+std::vector<CopyView> transpose_views(OpContext& ctx) {
+  return {permute_view(ctx.in_shape(0), transpose_perm(ctx))};
+}
+
+// ---- Slice ---------------------------------------------------------------------------------
+struct SliceSpec {
+  Shape out;
+  std::vector<int64_t> start, step;
+};
+
+SliceSpec slice_spec(OpContext& ctx) {
+  const Shape& in = ctx.in_shape(0);
+  const int64_t r = static_cast<int64_t>(in.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() < 10) {
+    starts = ctx.node().attr_ints("starts", {});
+    ends = ctx.node().attr_ints("ends", {});
+    axes = ctx.node().attr_ints("axes", {});
+  } else {
+    starts = ctx.in_ints(1);
+    ends = ctx.in_ints(2);
+    if (ctx.has_input(3)) axes = ctx.in_ints(3);
+    if (ctx.has_input(4)) steps = ctx.in_ints(4);
+  }
+  if (starts.size() != ends.size())
+    ctx.fail("starts " + shape_to_string(starts) + " and ends " + shape_to_string(ends) +
+             " differ in length");
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps must have the same length");
+  SliceSpec s;
+  s.out = in;
+  s.start.assign(r, 0);
+  s.step.assign(r, 1);
+  std::vector<bool> seen(r, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const int64_t a = ctx.axis(axes[k], r);
+    if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is repeated");
+    seen[a] = true;
+    const int64_t dim = in[a], step = steps[k];
+    if (step == 0) ctx.fail("steps must not be 0");
+    int64_t b = starts[k], e = ends[k];
+    if (b < 0) b += dim;
+    if (e < 0) e += dim;
+    int64_t count = 0;
+    if (step > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      if (e > b) count = (e - b + step - 1) / step;
+    } else if (dim > 0) {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      // -step may overflow only for INT64_MIN, where one element is all a slice can take.
+      if (b > e) count = step == INT64_MIN ? 1 : (b - e + (-step) - 1) / (-step);
+    }
+    s.out[a] = count;
+    s.start[a] = count > 0 ? b : 0;
+    s.step[a] = step;
+  }
+  return s;
+}
+
+void slice_infer(OpContext& ctx) {
+  ctx.set_out(0, ctx.in_type(0), slice_spec(ctx).out);
+}
+
+std::vector<CopyView> slice_views(OpContext& ctx) {
+  SliceSpec s = slice_spec(ctx);
+  auto st = strides_of(ctx.in_shape(0));
+  CopyView v;
+  v.dims = s.out;
+  v.out_strides = strides_of(s.out);
+  for (size_t d = 0; d < st.size(); ++d) {
+    v.in_strides.push_back(st[d] * s.step[d]);
+    v.in_offset += s.start[d] * st[d];
+  }
+  return {v};
+}
+
+// ---- Expand --------------------------------------------------------------------------------
+void expand_infer(OpContext& ctx) {
+  Shape want = ctx.in_ints(1), out;
+  if (!broadcast_shapes(ctx.in_shape(0), want, &out))
+    ctx.fail("cannot expand " + shape_to_string(ctx.in_shape(0)) + " to " + shape_to_string(want));
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+std::vector<CopyView> expand_views(OpContext& ctx) {
+  const Shape& in = ctx.in_shape(0);
+  CopyView v;
+  v.dims = ctx.out(0).shape;
+  v.out_strides = strides_of(v.dims);
+  auto st = strides_of(in);
+  const size_t off = v.dims.size() - in.size();
+  for (size_t d = 0; d < v.dims.size(); ++d)
+    v.in_strides.push_back(d < off || in[d - off] == 1 ? 0 : st[d - off]);
+  return {v};
+}
+
+// ---- Tile ----------------------------------------------------------------------------------
+std::vector<int64_t> tile_repeats(OpContext& ctx) {
+  auto reps = ctx.in_ints(1);
+  if (reps.size() != ctx.in_shape(0).size())
+    ctx.fail("repeats " + shape_to_string(reps) + " must have one entry per input dim " +
+             shape_to_string(ctx.in_shape(0)));
+  for (size_t d = 0; d < reps.size(); ++d)
+    if (reps[d] < 0 || static_cast<double>(reps[d]) * ctx.in_shape(0)[d] > 1e12)
+      ctx.fail("repeats " + shape_to_string(reps) + " must be non-negative and give a sane size");
+  return reps;
+}
+
+void tile_infer(OpContext& ctx) {
+  auto reps = tile_repeats(ctx);
+  Shape out = ctx.in_shape(0);
+  for (size_t d = 0; d < out.size(); ++d) out[d] *= reps[d];
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+// The output viewed as [r0, d0, r1, d1, ...]: the repeat dims read the input with stride 0.
+std::vector<CopyView> tile_views(OpContext& ctx) {
+  auto reps = tile_repeats(ctx);
+  const Shape& in = ctx.in_shape(0);
+  auto ist = strides_of(in), ost = strides_of(ctx.out(0).shape);
+  CopyView v;
+  for (size_t d = 0; d < in.size(); ++d) {
+    v.dims.insert(v.dims.end(), {reps[d], in[d]});
+    v.in_strides.insert(v.in_strides.end(), {0, ist[d]});
+    v.out_strides.insert(v.out_strides.end(), {in[d] * ost[d], ost[d]});
+  }
+  return {v};
+}
+
+// ---- Concat --------------------------------------------------------------------------------
+int64_t concat_axis(OpContext& ctx) {
+  const int64_t r = static_cast<int64_t>(ctx.in_shape(0).size());
+  if (r == 0) ctx.fail("cannot concatenate scalars");
+  if (ctx.opset() >= 4 && !ctx.node().has("axis")) ctx.fail("attribute 'axis' is required");
+  return ctx.axis(ctx.node().attr_int("axis", 1), r);
+}
+
+void concat_infer(OpContext& ctx) {
+  const int64_t axis = concat_axis(ctx);
+  Shape out = ctx.in_shape(0);
+  out[axis] = 0;
+  for (int k = 0; k < ctx.num_inputs(); ++k) {
+    const Shape& s = ctx.in_shape(k);
+    if (ctx.in_type(k) != ctx.in_type(0)) ctx.fail("input types differ");
+    bool ok = s.size() == out.size();
+    for (size_t d = 0; ok && d < s.size(); ++d)
+      ok = d == static_cast<size_t>(axis) || s[d] == out[d];
+    if (!ok)
+      ctx.fail("input " + std::to_string(k) + " " + shape_to_string(s) + " does not match " +
+               shape_to_string(ctx.in_shape(0)) + " outside axis " + std::to_string(axis));
+    out[axis] += s[axis];
+  }
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+std::vector<CopyView> concat_views(OpContext& ctx) {
+  const int64_t axis = concat_axis(ctx);
+  auto ost = strides_of(ctx.out(0).shape);
+  std::vector<CopyView> views;
+  int64_t at = 0;
+  for (int k = 0; k < ctx.num_inputs(); ++k) {
+    CopyView v;
+    v.input = k;
+    v.dims = ctx.in_shape(k);
+    v.in_strides = strides_of(v.dims);
+    v.out_strides = ost;
+    v.out_offset = at * ost[axis];
+    at += v.dims[axis];
+    views.push_back(v);
+  }
+  return views;
+}
+
+// ---- Split ---------------------------------------------------------------------------------
+std::vector<int64_t> split_sizes(OpContext& ctx, int64_t* axis_out) {
+  const Shape& in = ctx.in_shape(0);
+  const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
+  *axis_out = axis;
+  const int64_t dim = in[axis], n = ctx.num_outputs();
+  std::vector<int64_t> sizes;
+  bool given = false;
+  if (ctx.opset() >= 13 && ctx.has_input(1)) {
+    sizes = ctx.in_ints(1);
+    given = true;
+  } else if (ctx.opset() < 13 && ctx.node().has("split")) {
+    sizes = ctx.node().attr_ints("split", {});
+    given = true;
+  }
+  if (!given) {
+    if (ctx.node().has("num_outputs")) {
+      // Opset 18 style: equal chunks of ceil(dim / n), the last one smaller.
+      int64_t k = ctx.node().attr_int("num_outputs", n);
+      if (k != n) ctx.fail("num_outputs does not match the number of outputs");
+      int64_t chunk = (dim + n - 1) / n;
+      for (int64_t i = 0; i < n; ++i)
+        sizes.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
+    } else {
+      if (dim % n != 0)
+        ctx.fail("cannot split dim " + std::to_string(dim) + " into " + std::to_string(n) +
+                 " equal parts");
+      sizes.assign(n, dim / n);
+    }
+  }
+  if (static_cast<int64_t>(sizes.size()) != n)
+    ctx.fail("split " + shape_to_string(sizes) + " has " + std::to_string(sizes.size()) +
+             " entries for " + std::to_string(n) + " outputs");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) ctx.fail("split " + shape_to_string(sizes) + " has a negative size");
+    total += s;
+  }
+  if (total != dim)
+    ctx.fail("split " + shape_to_string(sizes) + " does not add up to dim " + std::to_string(dim));
+  return sizes;
+}
+
+void split_infer(OpContext& ctx) {
+  int64_t axis;
+  auto sizes = split_sizes(ctx, &axis);
+  for (int k = 0; k < ctx.num_outputs(); ++k) {
+    Shape s = ctx.in_shape(0);
+    s[axis] = sizes[k];
+    ctx.set_out(k, ctx.in_type(0), s);
+  }
+}
+
+std::vector<CopyView> split_views(OpContext& ctx) {
+  int64_t axis;
+  auto sizes = split_sizes(ctx, &axis);
+  auto ist = strides_of(ctx.in_shape(0));
+  std::vector<CopyView> views;
+  int64_t at = 0;
+  for (int k = 0; k < ctx.num_outputs(); ++k) {
+    CopyView v;
+    v.output = k;
+    v.dims = ctx.in_shape(0);
+    v.dims[axis] = sizes[k];
+    v.in_strides = ist;
+    v.in_offset = at * ist[axis];
+    v.out_strides = strides_of(v.dims);
+    at += sizes[k];
+    views.push_back(v);
+  }
+  return views;
+}
+
+// ---- DepthToSpace, SpaceToDepth --------------------------------------------------------------
+// Both are a reshape to 6-D, a transpose and a reshape back: one permuted copy.
+int64_t block_size(OpContext& ctx) {
+  if (ctx.in_shape(0).size() != 4)
+    ctx.fail("input must be 4-D, got " + shape_to_string(ctx.in_shape(0)));
+  int64_t b = ctx.node().attr_int("blocksize", 0);
+  if (b <= 0) ctx.fail("blocksize must be positive");
+  return b;
+}
+
+void depth_to_space_infer(OpContext& ctx) {
+  const int64_t b = block_size(ctx);
+  const Shape& s = ctx.in_shape(0);
+  if (s[1] % (b * b) != 0)
+    ctx.fail("channels " + std::to_string(s[1]) + " are not divisible by blocksize^2");
+  std::string mode = ctx.node().attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, not '" + mode + "'");
+  ctx.set_out(0, ctx.in_type(0), {s[0], s[1] / (b * b), s[2] * b, s[3] * b});
+}
+
+std::vector<CopyView> depth_to_space_views(OpContext& ctx) {
+  const int64_t b = block_size(ctx);
+  const Shape& s = ctx.in_shape(0);
+  const int64_t c = s[1] / (b * b);
+  if (ctx.node().attr_string("mode", "DCR") == "DCR")
+    return {permute_view({s[0], b, b, c, s[2], s[3]}, {0, 3, 4, 1, 5, 2})};
+  return {permute_view({s[0], c, b, b, s[2], s[3]}, {0, 1, 4, 2, 5, 3})};
+}
+
+void space_to_depth_infer(OpContext& ctx) {
+  const int64_t b = block_size(ctx);
+  const Shape& s = ctx.in_shape(0);
+  if (s[2] % b != 0 || s[3] % b != 0)
+    ctx.fail("spatial dims of " + shape_to_string(s) + " are not divisible by blocksize");
+  ctx.set_out(0, ctx.in_type(0), {s[0], s[1] * b * b, s[2] / b, s[3] / b});
+}
+
+std::vector<CopyView> space_to_depth_views(OpContext& ctx) {
+  const int64_t b = block_size(ctx);
+  const Shape& s = ctx.in_shape(0);
+  return {permute_view({s[0], s[1], s[2] / b, b, s[3] / b, b}, {0, 3, 5, 1, 2, 4})};
+}
+
+// ---- Gather --------------------------------------------------------------------------------
+void check_indices(OpContext& ctx, int i) {
+  DType t = ctx.in_type(i);
+  if (t != DType::Int32 && t != DType::Int64)
+    ctx.fail(std::string("indices must be int32 or int64, not ") + ocl_infer::dtype_name(t));
+}
+
+// Normalises a host index against `dim`; fails when out of range.
+int64_t host_index(OpContext& ctx, int64_t ix, int64_t dim) {
+  if (ix < -dim || ix >= dim)
+    ctx.fail("index " + std::to_string(ix) + " is out of range for a dim of " +
+             std::to_string(dim));
+  return ix < 0 ? ix + dim : ix;
+}
+
+void gather_infer(OpContext& ctx) {
+  check_indices(ctx, 1);
+  const Shape& d = ctx.in_shape(0);
+  const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(d.size()));
+  Shape out(d.begin(), d.begin() + axis);
+  const Shape& is = ctx.in_shape(1);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), d.begin() + axis + 1, d.end());
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+struct GatherDims {
+  int64_t outer = 1, axis_dim = 1, inner = 1, nidx = 1;
+};
+
+GatherDims gather_dims(OpContext& ctx) {
+  const Shape& d = ctx.in_shape(0);
+  const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(d.size()));
+  GatherDims g;
+  for (int64_t k = 0; k < static_cast<int64_t>(d.size()); ++k) {
+    if (k < axis) g.outer *= d[k];
+    if (k > axis) g.inner *= d[k];
+  }
+  g.axis_dim = d[axis];
+  g.nidx = numel(ctx.in_shape(1));
+  return g;
+}
+
+void gather_host(OpContext& ctx) {
+  const GatherDims g = gather_dims(ctx);
+  const Tensor& data = ctx.in_data(0);
+  const Tensor& idx = ctx.in_data(1);
+  const size_t es = copy_elem_size(ctx, data.dtype);
+  Tensor out(data.dtype, ctx.out(0).shape);
+  for (int64_t j = 0; j < g.nidx; ++j) {
+    const int64_t ix = host_index(ctx, host_get_i(idx, j), g.axis_dim);
+    for (int64_t o = 0; o < g.outer; ++o)
+      std::memcpy(out.bytes.data() + ((o * g.nidx + j) * g.inner) * es,
+                  data.bytes.data() + ((o * g.axis_dim + ix) * g.inner) * es,
+                  static_cast<size_t>(g.inner) * es);
+  }
+  ctx.set_out_data(0, std::move(out));
+}
+
+std::string index_type_option(OpContext& ctx, int i) {
+  return ctx.in_type(i) == DType::Int32 ? " -DTI=int" : " -DTI=long";
+}
+
+void gather_build(OpContext& ctx) {
+  const GatherDims g = gather_dims(ctx);
+  const int64_t n = numel(ctx.out(0).shape);
+  if (n == 0) return;
+  if (g.axis_dim == 0) ctx.fail("cannot gather from an empty axis");
+  const size_t local = 64;
+  ctx.launch("gather", "gather_axis",
+             word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1) +
+                 index_option({n, numel(ctx.in_shape(0))}),
+             {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
+             ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n);
+}
+
+// ---- GatherElements ------------------------------------------------------------------------
+void gather_elements_infer(OpContext& ctx) {
+  check_indices(ctx, 1);
+  const Shape &d = ctx.in_shape(0), &is = ctx.in_shape(1);
+  if (d.size() != is.size())
+    ctx.fail("data " + shape_to_string(d) + " and indices " + shape_to_string(is) +
+             " must have the same rank");
+  ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(d.size()));
+  ctx.set_out(0, ctx.in_type(0), is);
+}
+
+void gather_elements_host(OpContext& ctx) {
+  const Tensor& data = ctx.in_data(0);
+  const Tensor& idx = ctx.in_data(1);
+  const int64_t r = static_cast<int64_t>(data.shape.size());
+  const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), r);
+  const size_t es = copy_elem_size(ctx, data.dtype);
+  auto dst = strides_of(data.shape);
+  Tensor out(data.dtype, idx.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t rem = i, src = 0;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      int64_t c = rem % idx.shape[d];
+      rem /= idx.shape[d];
+      if (d == axis) c = host_index(ctx, host_get_i(idx, i), data.shape[d]);
+      src += c * dst[d];
+    }
+    std::memcpy(out.bytes.data() + i * es, data.bytes.data() + src * es, es);
+  }
+  ctx.set_out_data(0, std::move(out));
+}
+
+void gather_elements_build(OpContext& ctx) {
+  const Shape& d = ctx.in_shape(0);
+  const int64_t r = static_cast<int64_t>(d.size());
+  const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), r);
+  const int64_t n = numel(ctx.out(0).shape);
+  if (n == 0) return;
+  std::vector<int64_t> p = ctx.out(0).shape;
+  auto st = strides_of(d);
+  p.insert(p.end(), st.begin(), st.end());
+  const size_t local = 64;
+  ctx.launch("gather", "gather_elements",
+             word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
+             {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
+             ctx.out_buf(0), ctx.dev().params(p.data(), p.size() * sizeof(int64_t)),
+             static_cast<int32_t>(r), static_cast<int32_t>(axis), d[axis], n);
+}
+
+// ---- GatherND ------------------------------------------------------------------------------
+struct GatherNdDims {
+  int64_t batch = 1, nsel = 1, depth = 0, slice = 1, batch_stride = 1;
+  Shape indexed;  // the `depth` data dims an index tuple addresses
+  std::vector<int64_t> indexed_strides;
+};
+
+GatherNdDims gather_nd_dims(OpContext& ctx) {
+  const Shape &d = ctx.in_shape(0), &is = ctx.in_shape(1);
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  const int64_t rd = static_cast<int64_t>(d.size()), ri = static_cast<int64_t>(is.size());
+  if (ri < 1) ctx.fail("indices must have rank >= 1");
+  if (b < 0 || b >= std::min(rd, ri))
+    ctx.fail("batch_dims " + std::to_string(b) + " is out of range");
+  GatherNdDims g;
+  g.depth = is.back();
+  if (g.depth < 1 || b + g.depth > rd)
+    ctx.fail("the last indices dim " + std::to_string(g.depth) + " does not fit data " +
+             shape_to_string(d) + " with batch_dims " + std::to_string(b));
+  for (int64_t k = 0; k < b; ++k) {
+    if (d[k] != is[k]) ctx.fail("batch dims of data and indices differ");
+    g.batch *= d[k];
+  }
+  for (int64_t k = b; k < ri - 1; ++k) g.nsel *= is[k];
+  for (int64_t k = b + g.depth; k < rd; ++k) g.slice *= d[k];
+  auto st = strides_of(d);
+  g.batch_stride = b > 0 ? st[b - 1] : numel(d);
+  for (int64_t k = b; k < b + g.depth; ++k) {
+    g.indexed.push_back(d[k]);
+    g.indexed_strides.push_back(st[k]);
+  }
+  return g;
+}
+
+void gather_nd_infer(OpContext& ctx) {
+  check_indices(ctx, 1);
+  const GatherNdDims g = gather_nd_dims(ctx);
+  const Shape &d = ctx.in_shape(0), &is = ctx.in_shape(1);
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  Shape out(is.begin(), is.end() - 1);
+  out.insert(out.end(), d.begin() + b + g.depth, d.end());
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+void gather_nd_host(OpContext& ctx) {
+  const GatherNdDims g = gather_nd_dims(ctx);
+  const Tensor& data = ctx.in_data(0);
+  const Tensor& idx = ctx.in_data(1);
+  const size_t es = copy_elem_size(ctx, data.dtype);
+  Tensor out(data.dtype, ctx.out(0).shape);
+  for (int64_t s = 0; s < g.batch * g.nsel; ++s) {
+    int64_t src = (s / g.nsel) * g.batch_stride;
+    for (int64_t k = 0; k < g.depth; ++k)
+      src += host_index(ctx, host_get_i(idx, s * g.depth + k), g.indexed[k]) * g.indexed_strides[k];
+    std::memcpy(out.bytes.data() + s * g.slice * es, data.bytes.data() + src * es,
+                static_cast<size_t>(g.slice) * es);
+  }
+  ctx.set_out_data(0, std::move(out));
+}
+
+void gather_nd_build(OpContext& ctx) {
+  const GatherNdDims g = gather_nd_dims(ctx);
+  const int64_t n = numel(ctx.out(0).shape);
+  if (n == 0) return;
+  std::vector<int64_t> p = g.indexed;
+  p.insert(p.end(), g.indexed_strides.begin(), g.indexed_strides.end());
+  const size_t local = 64;
+  ctx.launch("gather", "gather_nd", word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
+             {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
+             ctx.out_buf(0), ctx.dev().params(p.data(), p.size() * sizeof(int64_t)),
+             static_cast<int32_t>(g.depth), g.slice, g.nsel, g.batch_stride, n);
+}
+
+// ---- Pad -----------------------------------------------------------------------------------
+struct PadSpec {
+  std::vector<int64_t> begin, end;
+  std::string mode;
+};
+
+PadSpec pad_spec(OpContext& ctx) {
+  const Shape& in = ctx.in_shape(0);
+  const size_t r = in.size();
+  PadSpec p;
+  p.mode = ctx.node().attr_string("mode", "constant");
+  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge") {
+    if (p.mode == "wrap") ctx.unsupported("mode 'wrap' (opset 19) is not supported");
+    ctx.fail("mode must be constant, reflect or edge, not '" + p.mode + "'");
+  }
+  std::vector<int64_t> pads;
+  if (ctx.opset() < 11) {
+    pads = ctx.node().attr_ints(ctx.node().has("pads") ? "pads" : "paddings", {});
+  } else {
+    if (ctx.has_input(3)) ctx.unsupported("the axes input (Pad-18) is not supported");
+    pads = ctx.in_ints(1);
+  }
+  if (pads.size() != 2 * r)
+    ctx.fail("pads " + shape_to_string(pads) + " must have 2 * rank (" + std::to_string(2 * r) +
+             ") entries");
+  p.begin.assign(pads.begin(), pads.begin() + r);
+  p.end.assign(pads.begin() + r, pads.end());
+  return p;
+}
+
+void pad_infer(OpContext& ctx) {
+  const PadSpec p = pad_spec(ctx);
+  const Shape& in = ctx.in_shape(0);
+  Shape out(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (std::abs(p.begin[d]) > (int64_t{1} << 40) || std::abs(p.end[d]) > (int64_t{1} << 40))
+      ctx.fail("pads " + shape_to_string(p.begin) + " / " + shape_to_string(p.end) + " are absurd");
+    out[d] = in[d] + p.begin[d] + p.end[d];
+    if (out[d] < 0) ctx.fail("pads crop more than dim " + std::to_string(d) + " holds");
+    if (p.mode != "constant" && in[d] == 0 && out[d] > 0)
+      ctx.fail("cannot " + p.mode + "-pad an empty dim " + std::to_string(d));
+  }
+  if (ctx.opset() >= 11 && ctx.has_input(2)) {
+    if (ctx.in_type(2) != ctx.in_type(0)) ctx.fail("constant_value must have the input's type");
+    if (numel(ctx.in_shape(2)) != 1) ctx.fail("constant_value must hold one element");
+  }
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+// The constant as one element of the input's type.
+Tensor pad_value(OpContext& ctx) {
+  Tensor v(ctx.in_type(0), {});
+  if (ctx.opset() < 11) {
+    host_set_f(v, 0, ctx.node().attr_float("value", 0.f));
+  } else if (ctx.has_input(2)) {
+    v.bytes = ctx.in_data(2).bytes;
+  }
+  return v;
+}
+
+void pad_host(OpContext& ctx) {
+  const PadSpec p = pad_spec(ctx);
+  const Tensor& x = ctx.in_data(0);
+  const size_t es = copy_elem_size(ctx, x.dtype);
+  const Tensor value = pad_value(ctx);
+  Tensor y(x.dtype, ctx.out(0).shape);
+  auto st = strides_of(x.shape);
+  const int64_t r = static_cast<int64_t>(x.shape.size());
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    int64_t rem = i, src = 0;
+    bool inside = true;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      int64_t c = rem % y.shape[d] - p.begin[d];
+      rem /= y.shape[d];
+      const int64_t len = x.shape[d];
+      if (c < 0 || c >= len) {
+        if (p.mode == "constant") {
+          inside = false;
+          break;
+        }
+        if (p.mode == "edge" || len == 1) {
+          c = c < 0 ? 0 : len - 1;
+        } else {
+          const int64_t period = 2 * (len - 1);
+          c %= period;
+          if (c < 0) c += period;
+          if (c >= len) c = period - c;
+        }
+      }
+      src += c * st[d];
+    }
+    std::memcpy(y.bytes.data() + i * es, inside ? x.bytes.data() + src * es : value.bytes.data(),
+                es);
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
+void pad_build(OpContext& ctx) {
+  const PadSpec p = pad_spec(ctx);
+  const Shape& in = ctx.in_shape(0);
+  const Shape& out = ctx.out(0).shape;
+  const int64_t n = numel(out);
+  if (n == 0) return;
+  std::vector<int64_t> prm = out;
+  prm.insert(prm.end(), in.begin(), in.end());
+  prm.insert(prm.end(), p.begin.begin(), p.begin.end());
+  auto st = strides_of(in);
+  prm.insert(prm.end(), st.begin(), st.end());
+  // A runtime constant_value is read straight from its buffer.
+  cl_mem value;
+  if (ctx.opset() >= 11 && ctx.has_input(2)) {
+    value = ctx.in_buf(2);
+  } else {
+    Tensor v = pad_value(ctx);
+    value = ctx.dev().params(v.bytes.data(), v.bytes.size());
+  }
+  std::string mode = p.mode == "constant" ? "CONSTANT" : p.mode == "edge" ? "EDGE" : "REFLECT";
+  const size_t local = 64;
+  ctx.launch("pad", "pad_generic",
+             word_option(ctx, ctx.in_type(0)) + " -DMODE_" + mode + index_option({n, numel(in)}),
+             {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
+             ctx.dev().params(prm.data(), prm.size() * sizeof(int64_t)), value,
+             static_cast<int32_t>(in.size()), n);
+}
+
+}  // namespace
+
+void add_tensor_ops(std::vector<OpDef>& t) {
+  add_shape_ops(t);
+  t.push_back({"Transpose", 1, transpose_infer, copies_host<transpose_views>,
+               copies_build<transpose_views>});
+  t.push_back({"Slice", 1, slice_infer, copies_host<slice_views>, copies_build<slice_views>});
+  t.push_back(
+      {"Slice", 10, slice_infer, copies_host<slice_views>, copies_build<slice_views>, 0b11110});
+  t.push_back(
+      {"Expand", 8, expand_infer, copies_host<expand_views>, copies_build<expand_views>, 0b10});
+  t.push_back({"Tile", 6, tile_infer, copies_host<tile_views>, copies_build<tile_views>, 0b10});
+  t.push_back({"Concat", 1, concat_infer, copies_host<concat_views>, copies_build<concat_views>});
+  t.push_back({"Split", 2, split_infer, copies_host<split_views>, copies_build<split_views>});
+  t.push_back(
+      {"Split", 13, split_infer, copies_host<split_views>, copies_build<split_views>, 0b10});
+  t.push_back({"DepthToSpace", 1, depth_to_space_infer, copies_host<depth_to_space_views>,
+               copies_build<depth_to_space_views>});
+  t.push_back({"SpaceToDepth", 1, space_to_depth_infer, copies_host<space_to_depth_views>,
+               copies_build<space_to_depth_views>});
+  t.push_back({"Gather", 1, gather_infer, gather_host, gather_build});
+  t.push_back(
+      {"GatherElements", 11, gather_elements_infer, gather_elements_host, gather_elements_build});
+  t.push_back({"GatherND", 11, gather_nd_infer, gather_nd_host, gather_nd_build});
+  t.push_back({"Pad", 2, pad_infer, pad_host, pad_build});
+  t.push_back({"Pad", 11, pad_infer, pad_host, pad_build, 0b10});
+}
 
 }  // namespace oi

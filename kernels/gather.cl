@@ -1,0 +1,76 @@
+// Gather along one axis, dtype-agnostic (elements move as words of their byte size).
+//
+// Build options:
+//   -DE=uchar|ushort|uint|ulong   word type of the data elements
+//   -DTI=int|long                 index type
+//   -DIDX=int                     32-bit offset arithmetic when every offset fits (else long)
+//
+// The data is viewed as [outer, axis_dim, inner] and the output as [outer, nidx, inner].
+// Indices come from a device buffer, so they may be computed at run time; a negative index counts
+// from the end. An index out of range cannot raise an error here, so it reads as zero rather than
+// reading out of bounds.
+#ifndef IDX
+#define IDX long
+#endif
+
+__kernel void gather_axis(__global const E* data, __global const TI* idx, __global E* out,
+                          long inner, long nidx, long axis_dim, long n) {
+  IDX i = (IDX)get_global_id(0);
+  if (i >= (IDX)n) return;
+  IDX k = i % (IDX)inner;
+  IDX t = i / (IDX)inner;
+  IDX j = t % (IDX)nidx;
+  IDX o = t / (IDX)nidx;
+  long ix = (long)idx[j];
+  if (ix < 0) ix += axis_dim;
+  out[i] = (ix >= 0 && ix < axis_dim) ? data[(o * (IDX)axis_dim + (IDX)ix) * (IDX)inner + k]
+                                      : (E)0;
+}
+
+// GatherElements: out has the indices' shape; along `axis` the coordinate comes from the index
+// tensor. p holds ndim output dims, then ndim data strides.
+__kernel void gather_elements(__global const E* data, __global const TI* idx, __global E* out,
+                              __global const long* p, int ndim, int axis, long axis_dim,
+                              long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long r = i, src = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    long c = r % p[d];
+    r /= p[d];
+    if (d == axis) {
+      c = (long)idx[i];
+      if (c < 0) c += axis_dim;
+      if (c < 0 || c >= axis_dim) {
+        out[i] = (E)0;
+        return;
+      }
+    }
+    src += c * p[ndim + d];
+  }
+  out[i] = data[src];
+}
+
+// GatherND: indices viewed as [batch, nsel, depth] (depth = last index dim), data as
+// [batch, ...indexed dims..., slice]; every index tuple selects one contiguous slice.
+// p holds the `depth` indexed dims, then their strides (in elements of the per-batch data).
+__kernel void gather_nd(__global const E* data, __global const TI* idx, __global E* out,
+                        __global const long* p, int depth, long slice, long nsel,
+                        long batch_stride, long n) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  long k = i % slice;
+  long s = i / slice;  // index tuple number over batch * nsel
+  long b = s / nsel;
+  long src = b * batch_stride;
+  for (int d = 0; d < depth; ++d) {
+    long c = (long)idx[s * depth + d];
+    if (c < 0) c += p[d];
+    if (c < 0 || c >= p[d]) {
+      out[i] = (E)0;
+      return;
+    }
+    src += c * p[depth + d];
+  }
+  out[i] = data[src + k];
+}

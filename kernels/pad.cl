@@ -1,0 +1,47 @@
+// Pad in constant, reflect or edge mode, dtype-agnostic (elements move as words of their size).
+//
+// Build options:
+//   -DE=uchar|ushort|uint|ulong            word type of the elements
+//   -DMODE_CONSTANT|MODE_REFLECT|MODE_EDGE
+//   -DIDX=int                              32-bit offset arithmetic when every offset fits
+//
+// p holds ndim output dims, ndim input dims, ndim leading pads (negative pads crop), ndim input
+// strides. `value` is a one-element buffer with the constant, already in the tensor's type (it
+// may be the node's runtime constant_value input).
+#ifndef IDX
+#define IDX long
+#endif
+
+__kernel void pad_generic(__global const E* src, __global E* dst, __global const long* p,
+                          __global const E* value, int ndim, long n) {
+  IDX i = (IDX)get_global_id(0);
+  if (i >= (IDX)n) return;
+  IDX r = i, si = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IDX c = r % (IDX)p[d];
+    r /= (IDX)p[d];
+    IDX len = (IDX)p[ndim + d];
+    c -= (IDX)p[2 * ndim + d];
+    if (c < 0 || c >= len) {
+#if defined(MODE_CONSTANT)
+      dst[i] = value[0];
+      return;
+#elif defined(MODE_EDGE)
+      c = c < 0 ? 0 : len - 1;
+#else
+      // numpy's reflect (edge not repeated), folded with period 2(len-1) so pads wider than the
+      // input keep reflecting.
+      if (len == 1) {
+        c = 0;
+      } else {
+        IDX period = 2 * (len - 1);
+        c %= period;
+        if (c < 0) c += period;
+        if (c >= len) c = period - c;
+      }
+#endif
+    }
+    si += c * (IDX)p[3 * ndim + d];
+  }
+  dst[i] = src[si];
+}

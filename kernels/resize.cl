@@ -1,0 +1,94 @@
+// Resize / Upsample through per-dim tap tables computed on the host.
+//
+// For every resized dim the host tabulates, per output coordinate, `taps` source indices and
+// weights (1 tap for nearest, 2 for linear, 4 for cubic). An index of -1 marks a coordinate
+// outside the input (tf_crop_and_resize), whose output is the extrapolation value. The kernel
+// sums over the taps^k combinations of the k resized dims; dims that keep their size map
+// straight through. Doing the coordinate arithmetic once on the host in double keeps every
+// coordinate_transformation_mode / nearest_mode exactly as the reference computes it.
+//
+// Build options:
+//   -DE=uchar|ushort|uint|ulong   (resize_nearest) word type of the elements
+//   -DT=float|double -DACC=...    (resize_interp) element and accumulator types
+//   -DUSE_FP64
+//   -DIDX=int                     32-bit offset arithmetic when every offset fits (else long)
+//
+// p holds ndim output dims, ndim input strides, then per resized dim: its dim index and the
+// offset of its rows in the tables (row of output coordinate c starts at offset + c * taps).
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define MAX_RESIZED 8
+#ifndef IDX
+#define IDX long
+#endif
+
+#ifdef E
+__kernel void resize_nearest(__global const E* src, __global E* dst, __global const long* p,
+                             __global const int* tidx, __global const E* extrap, int ndim, int k,
+                             long n) {
+  IDX i = (IDX)get_global_id(0);
+  if (i >= (IDX)n) return;
+  IDX r = i, si = 0;
+  int j = k - 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IDX c = r % (IDX)p[d];
+    r /= (IDX)p[d];
+    if (j >= 0 && p[2 * ndim + 2 * j] == d) {
+      c = tidx[(IDX)p[2 * ndim + 2 * j + 1] + c];
+      --j;
+      if (c < 0) {
+        dst[i] = extrap[0];
+        return;
+      }
+    }
+    si += c * (IDX)p[ndim + d];
+  }
+  dst[i] = src[si];
+}
+#endif
+
+#ifdef T
+__kernel void resize_interp(__global const T* src, __global T* dst, __global const long* p,
+                            __global const int* tidx, __global const ACC* tw, int ndim, int k,
+                            int taps, ACC extrap, long n) {
+  IDX i = (IDX)get_global_id(0);
+  if (i >= (IDX)n) return;
+  IDX r = i, base = 0;
+  IDX row[MAX_RESIZED], stride[MAX_RESIZED];
+  int j = k - 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    IDX c = r % (IDX)p[d];
+    r /= (IDX)p[d];
+    if (j >= 0 && p[2 * ndim + 2 * j] == d) {
+      row[j] = (IDX)p[2 * ndim + 2 * j + 1] + c * taps;
+      stride[j] = (IDX)p[ndim + d];
+      --j;
+    } else {
+      base += c * (IDX)p[ndim + d];
+    }
+  }
+  int combos = 1;
+  for (j = 0; j < k; ++j) combos *= taps;
+  ACC acc = 0;
+  for (int t = 0; t < combos; ++t) {
+    int rest = t;
+    IDX si = base;
+    ACC w = 1;
+    for (j = 0; j < k; ++j) {
+      int tap = rest % taps;
+      rest /= taps;
+      int ix = tidx[row[j] + tap];
+      if (ix < 0) {
+        dst[i] = (T)extrap;
+        return;
+      }
+      w *= tw[row[j] + tap];
+      si += ix * stride[j];
+    }
+    if (w != (ACC)0) acc += w * (ACC)src[si];
+  }
+  dst[i] = (T)acc;
+}
+#endif
