@@ -89,8 +89,10 @@ void Graph::compact() {
 int Graph::readers(int v) const {
   int n = 0;
   for (auto& node : nodes)
-    if (!node.removed)
+    if (!node.removed) {
       for (int in : node.inputs) n += in == v;
+      n += node.epilogue.residual == v;
+    }
   for (int o : outputs) n += o == v;
   return n;
 }

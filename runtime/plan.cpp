@@ -75,12 +75,14 @@ std::vector<int> live_nodes(const Graph& g) {
   std::vector<bool> live(g.nodes.size(), false);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
+    if (n.removed) continue;
     bool any = std::any_of(n.outputs.begin(), n.outputs.end(),
                            [&](int o) { return o >= 0 && needed[o]; });
     if (!any) continue;
     live[i] = true;
     for (int in : n.inputs)
       if (in >= 0) needed[in] = true;
+    if (n.epilogue.residual >= 0) needed[n.epilogue.residual] = true;
   }
   std::vector<int> r;
   for (size_t i = 0; i < g.nodes.size(); ++i)

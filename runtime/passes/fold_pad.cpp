@@ -34,9 +34,20 @@ std::vector<int64_t> zero_pads(const Graph& g, const Node& p) {
 }  // namespace
 
 int pass_fold_pad(Graph& g, std::string* detail) {
-  int folded = 0;
+  int folded = 0, dropped = 0;
   for (auto& p : g.nodes) {
     if (p.removed || p.op_type != "Pad" || p.inputs.empty() || p.inputs[0] < 0 || p.outputs.empty()) continue;
+    // A Pad that pads nothing (DenseNet exports some before AveragePool) is an identity.
+    if (g.values[p.outputs[0]].shape == g.values[p.inputs[0]].shape) {
+      bool is_output = false;
+      for (int o : g.outputs) is_output |= o == p.outputs[0];
+      if (!is_output) {
+        replace_uses(g, p.outputs[0], p.inputs[0]);
+        p.removed = true;
+        ++dropped;
+        continue;
+      }
+    }
     int r = sole_reader(g, p.outputs[0]);
     if (r < 0) continue;
     Node& conv = g.nodes[r];
@@ -66,8 +77,9 @@ int pass_fold_pad(Graph& g, std::string* detail) {
     p.removed = true;
     ++folded;
   }
-  if (detail) *detail = std::to_string(folded) + " Pad folded into Conv pads";
-  return folded;
+  if (detail)
+    *detail = std::to_string(folded) + " Pad folded into Conv pads, " + std::to_string(dropped) + " empty Pad removed";
+  return folded + dropped;
 }
 
 }  // namespace oi
