@@ -38,7 +38,11 @@ int pass_fold_pad(Graph& g, std::string* detail) {
   for (auto& p : g.nodes) {
     if (p.removed || p.op_type != "Pad" || p.inputs.empty() || p.inputs[0] < 0 || p.outputs.empty()) continue;
     // A Pad that pads nothing (DenseNet exports some before AveragePool) is an identity.
-    if (g.values[p.outputs[0]].shape == g.values[p.inputs[0]].shape) {
+    std::vector<int64_t> raw;
+    if (g.opset() < 11) raw = p.attr_ints("pads", {});
+    else if (p.inputs.size() > 1 && p.inputs[1] >= 0 && g.values[p.inputs[1]].data)
+      for (int64_t i = 0; i < g.values[p.inputs[1]].data->numel(); ++i) raw.push_back(host_get_i(*g.values[p.inputs[1]].data, i));
+    if (!raw.empty() && std::all_of(raw.begin(), raw.end(), [](int64_t v) { return v == 0; })) {
       bool is_output = false;
       for (int o : g.outputs) is_output |= o == p.outputs[0];
       if (!is_output) {
