@@ -1,8 +1,380 @@
-// Placeholder: this family's rows are not written yet.
-#include "ops/op.hpp"
+// Conv and ConvTranspose (1-D, 2-D and 3-D, float32). Conv runs as an implicit GEMM over weights
+// packed at plan time (kernels/conv.cl); ConvTranspose as a GEMM into columns plus a gather
+// (kernels/gemm.cl, kernels/conv_transpose.cl).
+#include "ops/conv_ops.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "ops/elementwise.hpp"
+#include "ops/epilogue.hpp"
+#include "ops/gemm_ops.hpp"
 
 namespace oi {
 
-void add_conv_ops(std::vector<OpDef>&) {}
+using ocl_infer::shape_to_string;
+
+namespace {
+
+std::string list(const std::vector<int64_t>& v) {
+  return shape_to_string(v);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
+
+std::vector<int64_t> spatial(const Shape& s) {
+  return {s.begin() + 2, s.end()};
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+}  // namespace
+
+std::array<int64_t, 3> to3(const std::vector<int64_t>& v, int64_t fill) {
+  std::array<int64_t, 3> r{fill, fill, fill};
+  for (size_t i = 0; i < v.size() && i < 3; ++i) r[3 - v.size() + i] = v[i];
+  return r;
+}
+
+Window window_geometry(OpContext& ctx, const std::vector<int64_t>& in_spatial,
+                       const std::vector<int64_t>& kernel, bool has_dilations, bool ceil_mode) {
+  const Node& n = ctx.node();
+  const size_t r = in_spatial.size();
+  Window w;
+  w.in = in_spatial;
+  w.k = n.attr_ints("kernel_shape", kernel);
+  if (w.k.empty()) ctx.fail("attribute kernel_shape is required");
+  if (w.k.size() != r)
+    ctx.fail("kernel_shape " + list(w.k) + " does not match " + std::to_string(r) +
+             " spatial dims of the input");
+  if (!kernel.empty() && w.k != kernel)
+    ctx.fail("kernel_shape " + list(w.k) + " differs from the weights' " + list(kernel));
+  w.s = n.attr_ints("strides", std::vector<int64_t>(r, 1));
+  w.d = has_dilations ? n.attr_ints("dilations", std::vector<int64_t>(r, 1))
+                      : std::vector<int64_t>(r, 1);
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
+  if (w.s.size() != r)
+    ctx.fail("strides " + list(w.s) + " must have " + std::to_string(r) + " values");
+  if (w.d.size() != r)
+    ctx.fail("dilations " + list(w.d) + " must have " + std::to_string(r) + " values");
+  if (pads.size() != 2 * r)
+    ctx.fail("pads " + list(pads) + " must have " + std::to_string(2 * r) + " values");
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  for (size_t i = 0; i < r; ++i) {
+    if (w.k[i] < 1) ctx.fail("kernel_shape " + list(w.k) + " must be positive");
+    if (w.s[i] < 1) ctx.fail("strides " + list(w.s) + " must be positive");
+    if (w.d[i] < 1) ctx.fail("dilations " + list(w.d) + " must be positive");
+    if (pads[i] < 0 || pads[i + r] < 0) ctx.fail("pads " + list(pads) + " must not be negative");
+  }
+  w.pb.resize(r);
+  w.pe.resize(r);
+  w.out.resize(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t ek = (w.k[i] - 1) * w.d[i] + 1, in = w.in[i], s = w.s[i];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      w.out[i] = ceil_div(in, s);
+      const int64_t total = std::max<int64_t>(0, (w.out[i] - 1) * s + ek - in);
+      w.pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pe[i] = total - w.pb[i];
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      w.pb[i] = w.pe[i] = 0;
+    } else if (auto_pad == "NOTSET") {
+      w.pb[i] = pads[i];
+      w.pe[i] = pads[i + r];
+    } else {
+      ctx.fail("auto_pad '" + auto_pad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    }
+    const int64_t span = in + w.pb[i] + w.pe[i] - ek;
+    if (span < 0)
+      ctx.fail("the window (kernel_shape " + list(w.k) + ", dilations " + list(w.d) +
+               ") is larger than the padded input " + list(w.in));
+    w.out[i] = (ceil_mode ? ceil_div(span, s) : span / s) + 1;
+    // A last window that would start inside the end padding is dropped (as PyTorch does).
+    if (ceil_mode && (w.out[i] - 1) * s >= in + w.pb[i]) --w.out[i];
+  }
+  return w;
+}
+
+namespace {
+
+void require_f32(OpContext& ctx, int i) {
+  if (ctx.in_type(i) != DType::Float32)
+    ctx.unsupported(std::string("only float32 is supported, input ") + std::to_string(i) + " is " +
+                    ocl_infer::dtype_name(ctx.in_type(i)));
+}
+
+// ---- Conv ----------------------------------------------------------------------------------
+struct ConvShape {
+  int64_t N, C, M, G;
+  Window w;
+};
+
+ConvShape conv_shape(OpContext& ctx) {
+  const Shape &x = ctx.in_shape(0), &wt = ctx.in_shape(1);
+  if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + list(x));
+  if (wt.size() != x.size())
+    ctx.fail("weights " + list(wt) + " must have the rank of the input " + list(x));
+  if (x.size() > 5) ctx.unsupported("convolutions over more than 3 spatial dims are not supported");
+  ConvShape s;
+  s.N = x[0];
+  s.C = x[1];
+  s.M = wt[0];
+  s.G = ctx.node().attr_int("group", 1);
+  if (s.G < 1 || s.C % s.G != 0 || s.M % s.G != 0)
+    ctx.fail("group " + std::to_string(s.G) + " must divide the input channels (" +
+             std::to_string(s.C) + ") and the output channels (" + std::to_string(s.M) + ")");
+  if (wt[1] * s.G != s.C)
+    ctx.fail("weights " + list(wt) + " expect " + std::to_string(wt[1] * s.G) +
+             " input channels, X " + list(x) + " has " + std::to_string(s.C));
+  if (ctx.has_input(2) && ctx.in_shape(2) != Shape{s.M})
+    ctx.fail("bias " + list(ctx.in_shape(2)) + " must have shape [" + std::to_string(s.M) + "]");
+  s.w = window_geometry(ctx, spatial(x), spatial(wt), true, false);
+  return s;
+}
+
+void conv_infer(OpContext& ctx) {
+  for (int i = 0; i < 3; ++i)
+    if (ctx.has_input(i)) require_f32(ctx, i);
+  ConvShape s = conv_shape(ctx);
+  Shape out{s.N, s.M};
+  out.insert(out.end(), s.w.out.begin(), s.w.out.end());
+  ctx.set_out(0, DType::Float32, out);
+}
+
+std::string window_defines(const std::array<int64_t, 3>& k, const std::array<int64_t, 3>& s,
+                           const std::array<int64_t, 3>& d) {
+  std::string o;
+  const char* axes[] = {"D", "H", "W"};
+  for (int i = 0; i < 3; ++i)
+    o += std::string(" -DK") + axes[i] + "=" + std::to_string(k[i]) + " -DS" + axes[i] + "=" +
+         std::to_string(s[i]) + " -DD" + axes[i] + "=" + std::to_string(d[i]);
+  return o;
+}
+
+// Output channels per vector: the widest of 16/8/4 that the group's channels mostly fill.
+int channel_block(int64_t m_g) {
+  return m_g >= 12 ? 16 : (m_g >= 6 ? 8 : 4);
+}
+
+// W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g.
+std::vector<float> pack_conv_weights(const Tensor& wt, int64_t G, int64_t M_g, int64_t K, int ocb) {
+  const int64_t blocks = (M_g + ocb - 1) / ocb;
+  std::vector<float> p(static_cast<size_t>(G * blocks * K * ocb), 0.0f);
+  const float* w = wt.data<float>();
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t oc = 0; oc < M_g; ++oc)
+      for (int64_t k = 0; k < K; ++k)
+        p[static_cast<size_t>(((g * blocks + oc / ocb) * K + k) * ocb + oc % ocb)] =
+            w[(g * M_g + oc) * K + k];
+  return p;
+}
+
+void conv_build(OpContext& ctx) {
+  const ConvShape s = conv_shape(ctx);
+  const Window& w = s.w;
+  const int64_t C_g = s.C / s.G, M_g = s.M / s.G;
+  auto in3 = to3(w.in, 1), out3 = to3(w.out, 1), k3 = to3(w.k, 1), st3 = to3(w.s, 1),
+       d3 = to3(w.d, 1), pb3 = to3(w.pb, 0);
+  if (product(w.out) * std::max(s.C, s.M) > INT_MAX || product(w.in) * s.C > INT_MAX)
+    ctx.unsupported("feature maps beyond 2^31 elements per image are not supported");
+  const bool has_bias = ctx.has_input(2);
+  const Epilogue& epi = ctx.node().epilogue;
+  cl_mem x = ctx.in_buf(0), y = ctx.out_buf(0);
+  cl_mem bias = has_bias ? ctx.in_buf(2) : x;  // any valid buffer stands in for an absent one
+  cl_mem residual = epi.residual >= 0 ? ctx.dev().buffer_of(epi.residual) : x;
+  const std::string tail_opts = (has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi);
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+
+  if (C_g == 1 && s.G > 1 && w.rank() <= 2) {
+    const int owb = out3[2] >= 8 ? 8 : 4;
+    const std::string opts =
+        "-DDEPTHWISE -DOWB=" + std::to_string(owb) + window_defines(k3, st3, d3) + tail_opts;
+    ctx.launch("conv", "conv_f32_depthwise", opts,
+               {static_cast<size_t>(out3[1]), static_cast<size_t>(s.N * s.M)}, {1, 1}, x,
+               ctx.in_buf(1), bias, residual, y, i32(s.C), i32(in3[1]), i32(in3[2]), i32(M_g),
+               i32(out3[1]), i32(out3[2]), i32(pb3[1]), i32(pb3[2]));
+    return;
+  }
+
+  // A pointwise conv is a plain GEMM: one long row covers every pixel.
+  const bool pointwise = product(w.k) == 1 && product(w.s) == 1 &&
+                         std::all_of(w.pb.begin(), w.pb.end(), [](int64_t p) { return p == 0; }) &&
+                         std::all_of(w.pe.begin(), w.pe.end(), [](int64_t p) { return p == 0; });
+  if (pointwise) {
+    in3 = {1, 1, product(w.in)};
+    out3 = in3;
+  }
+  const int ocb = channel_block(M_g);
+  const int64_t blocks = (M_g + ocb - 1) / ocb, K = C_g * product(w.k);
+  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
+  const std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) +
+                           window_defines(k3, st3, d3) + tail_opts;
+
+  cl_mem wp;
+  if (ctx.is_const(1)) {
+    wp = constant_buffer(ctx, "packed_w", pack_conv_weights(ctx.in_data(1), s.G, M_g, K, ocb));
+  } else {
+    wp = scratch_buffer(ctx, "packed_w", static_cast<size_t>(s.G * blocks * K * ocb));
+    ctx.launch("conv", "conv_f32_pack_weights", opts,
+               {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(1),
+               wp, i32(M_g), i32(K), i32(blocks));
+  }
+  ctx.launch("conv", "conv_f32_packed", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
+              static_cast<size_t>(s.N * s.G * out3[0] * out3[1])},
+             {1, 1, 1}, x, wp, bias, residual, y, i32(C_g), i32(in3[0]), i32(in3[1]), i32(in3[2]),
+             i32(M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(s.G), i32(blocks), i32(pb3[0]),
+             i32(pb3[1]), i32(pb3[2]));
+}
+
+// ---- ConvTranspose -------------------------------------------------------------------------
+struct ConvTransposeShape {
+  int64_t N, C, M_g, G;
+  Window w;  // out, pb are the transposed conv's output size and start padding
+};
+
+ConvTransposeShape conv_transpose_shape(OpContext& ctx) {
+  const Node& n = ctx.node();
+  const Shape &x = ctx.in_shape(0), &wt = ctx.in_shape(1);
+  if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + list(x));
+  if (wt.size() != x.size())
+    ctx.fail("weights " + list(wt) + " must have the rank of the input " + list(x));
+  if (x.size() > 5) ctx.unsupported("convolutions over more than 3 spatial dims are not supported");
+  ConvTransposeShape s;
+  s.N = x[0];
+  s.C = x[1];
+  s.G = n.attr_int("group", 1);
+  s.M_g = wt[1];
+  if (s.G < 1 || s.C % s.G != 0)
+    ctx.fail("group " + std::to_string(s.G) + " must divide the input channels (" +
+             std::to_string(s.C) + ")");
+  if (wt[0] != s.C)
+    ctx.fail("weights " + list(wt) + " expect " + std::to_string(wt[0]) + " input channels, X " +
+             list(x) + " has " + std::to_string(s.C));
+  if (ctx.has_input(2) && ctx.in_shape(2) != Shape{s.M_g * s.G})
+    ctx.fail("bias " + list(ctx.in_shape(2)) + " must have shape [" + std::to_string(s.M_g * s.G) +
+             "]");
+
+  const size_t r = x.size() - 2;
+  Window& w = s.w;
+  w.in = spatial(x);
+  w.k = n.attr_ints("kernel_shape", spatial(wt));
+  if (w.k != spatial(wt))
+    ctx.fail("kernel_shape " + list(w.k) + " differs from the weights' " + list(spatial(wt)));
+  w.s = n.attr_ints("strides", std::vector<int64_t>(r, 1));
+  w.d = n.attr_ints("dilations", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
+  std::vector<int64_t> out_pad = n.attr_ints("output_padding", std::vector<int64_t>(r, 0));
+  std::vector<int64_t> out_shape = n.attr_ints("output_shape", {});
+  if (out_shape.size() == r + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (w.s.size() != r || w.d.size() != r || pads.size() != 2 * r || out_pad.size() != r ||
+      (!out_shape.empty() && out_shape.size() != r))
+    ctx.fail("strides, dilations, output_padding, output_shape (" + std::to_string(r) +
+             " values) or pads (" + std::to_string(2 * r) + ") have the wrong length");
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (!same && auto_pad != "NOTSET" && auto_pad != "VALID")
+    ctx.fail("auto_pad '" + auto_pad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  w.pb.resize(r);
+  w.pe.resize(r);
+  w.out.resize(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (w.k[i] < 1 || w.s[i] < 1 || w.d[i] < 1 || pads[i] < 0 || pads[i + r] < 0 || out_pad[i] < 0)
+      ctx.fail(
+          "kernel_shape, strides and dilations must be positive; pads and output_padding "
+          "not negative");
+    // The full (unpadded) extent that the input scatters into.
+    const int64_t full = w.s[i] * (w.in[i] - 1) + out_pad[i] + (w.k[i] - 1) * w.d[i] + 1;
+    if (same || !out_shape.empty()) {
+      w.out[i] = !out_shape.empty() ? out_shape[i] : w.in[i] * w.s[i];
+      const int64_t total = full - w.out[i];
+      if (same)
+        w.pb[i] = auto_pad == "SAME_UPPER" ? floor_div(total, 2) : total - floor_div(total, 2);
+      else
+        w.pb[i] = pads[i];
+    } else {
+      const bool valid = auto_pad == "VALID";
+      w.pb[i] = valid ? 0 : pads[i];
+      w.out[i] = full - (valid ? 0 : pads[i] + pads[i + r]);
+    }
+    w.pe[i] = full - w.out[i] - w.pb[i];
+    if (w.out[i] < 1) ctx.fail("the output would be empty along spatial dim " + std::to_string(i));
+  }
+  return s;
+}
+
+void conv_transpose_infer(OpContext& ctx) {
+  for (int i = 0; i < 3; ++i)
+    if (ctx.has_input(i)) require_f32(ctx, i);
+  ConvTransposeShape s = conv_transpose_shape(ctx);
+  Shape out{s.N, s.M_g * s.G};
+  out.insert(out.end(), s.w.out.begin(), s.w.out.end());
+  ctx.set_out(0, DType::Float32, out);
+}
+
+void conv_transpose_build(OpContext& ctx) {
+  const ConvTransposeShape s = conv_transpose_shape(ctx);
+  const Window& w = s.w;
+  const int64_t C_g = s.C / s.G, P = product(w.in), Q = s.M_g * product(w.k);
+  if (s.N * s.G * P * Q > INT_MAX || s.N * s.M_g * s.G * product(w.out) > INT_MAX)
+    ctx.unsupported("ConvTranspose intermediate beyond 2^31 elements is not supported");
+  if (numel(ctx.out(0).shape) == 0) return;
+
+  // cols[n*G+g] = X[n][g]^T (P x C_g) times W[g] (C_g x Q).
+  cl_mem cols = scratch_buffer(ctx, "columns", static_cast<size_t>(s.N * s.G * P * Q));
+  GemmDesc d;
+  d.M = P;
+  d.N = Q;
+  d.K = C_g;
+  d.a_rs = 1;
+  d.a_ks = P;
+  d.a_off.resize(static_cast<size_t>(s.N * s.G));
+  d.b_index.resize(d.a_off.size());
+  for (int64_t b = 0; b < s.N * s.G; ++b) {
+    d.a_off[b] = b * C_g * P;
+    d.b_index[b] = b % s.G;
+  }
+  d.b_value = ctx.node().inputs[1];
+  d.b_ks = Q;
+  d.b_ns = 1;
+  d.b_bs = C_g * Q;
+  d.b_count = s.G;
+  launch_gemm(ctx, ctx.in_buf(0), cols, d);
+
+  auto in3 = to3(w.in, 1), out3 = to3(w.out, 1), k3 = to3(w.k, 1), st3 = to3(w.s, 1),
+       d3 = to3(w.d, 1), pb3 = to3(w.pb, 0);
+  std::vector<int32_t> p;
+  for (auto* a : {&in3, &out3, &k3, &st3, &d3, &pb3})
+    for (int64_t v : *a) p.push_back(static_cast<int32_t>(v));
+  p.push_back(static_cast<int32_t>(s.M_g));
+  p.push_back(static_cast<int32_t>(s.G));
+  const bool has_bias = ctx.has_input(2);
+  cl_mem y = ctx.out_buf(0);
+  ctx.launch("conv_transpose", "conv_transpose_f32_col2im", has_bias ? "-DHAS_BIAS" : "",
+             {static_cast<size_t>(out3[2]), static_cast<size_t>(out3[0] * out3[1]),
+              static_cast<size_t>(s.N * s.G * s.M_g)},
+             {}, cols, has_bias ? ctx.in_buf(2) : cols, y,
+             ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
+}
+
+}  // namespace
+
+void add_conv_ops(std::vector<OpDef>& t) {
+  // Conv honours Node::epilogue (the last field): a fused activation / residual add.
+  t.push_back({"Conv", 1, conv_infer, nullptr, conv_build, 0, false, false, false, true});
+  t.push_back({"ConvTranspose", 1, conv_transpose_infer, nullptr, conv_transpose_build});
+}
 
 }  // namespace oi

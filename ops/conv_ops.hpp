@@ -1,0 +1,30 @@
+// Sliding-window geometry shared by Conv, ConvTranspose and the pooling ops.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ops/op.hpp"
+
+namespace oi {
+
+// Per spatial dim (outermost first): input size, kernel extent, stride, dilation, padding at the
+// start and at the end, output size.
+struct Window {
+  std::vector<int64_t> in, k, s, d, pb, pe, out;
+  int rank() const { return static_cast<int>(in.size()); }
+};
+
+// Reads kernel_shape (must equal `kernel` when `kernel` is not empty; required otherwise),
+// strides, dilations (only when `has_dilations`), pads and auto_pad of the node, and computes the
+// output size: floor, or ceil when `ceil_mode` (a window starting in the end padding is dropped).
+// Fails with a message naming the attribute for inconsistent values or an empty output.
+Window window_geometry(OpContext& ctx, const std::vector<int64_t>& in_spatial,
+                       const std::vector<int64_t>& kernel, bool has_dilations, bool ceil_mode);
+
+// `v` (rank <= 3) right-aligned into three dims, the leading ones set to `fill`, so 1-D and 2-D
+// windows run through 3-D kernels.
+std::array<int64_t, 3> to3(const std::vector<int64_t>& v, int64_t fill);
+
+}  // namespace oi

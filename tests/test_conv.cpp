@@ -1,0 +1,415 @@
+// Conv and ConvTranspose against direct CPU loops on random odd/prime shapes: strides, dilations,
+// asymmetric pads, auto_pad, groups, depthwise, pointwise, 1-D and 3-D, weights both as constants
+// (packed at plan time) and as inputs (packed on the device).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+// Geometry of one case; spatial vectors have 1 to 3 entries.
+struct ConvCase {
+  int64_t N, C, M, G;
+  std::vector<int64_t> in, k, s, d, pads;  // pads: begins then ends
+  bool bias = true;
+  std::string auto_pad = "";  // "" leaves the attribute out
+};
+
+std::array<int64_t, 3> pad3(const std::vector<int64_t>& v, int64_t fill) {
+  std::array<int64_t, 3> r{fill, fill, fill};
+  for (size_t i = 0; i < v.size(); ++i) r[3 - v.size() + i] = v[i];
+  return r;
+}
+
+// Output size and start padding per spatial dim, straight from the ONNX definition.
+void conv_out(const ConvCase& c, std::vector<int64_t>* out, std::vector<int64_t>* pb) {
+  const size_t r = c.in.size();
+  out->resize(r);
+  pb->resize(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t ek = (c.k[i] - 1) * c.d[i] + 1;
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      (*out)[i] = (c.in[i] + c.s[i] - 1) / c.s[i];
+      const int64_t total = std::max<int64_t>(0, ((*out)[i] - 1) * c.s[i] + ek - c.in[i]);
+      (*pb)[i] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    } else {
+      const bool valid = c.auto_pad == "VALID";
+      (*pb)[i] = valid ? 0 : c.pads[i];
+      (*out)[i] = (c.in[i] + (valid ? 0 : c.pads[i] + c.pads[i + r]) - ek) / c.s[i] + 1;
+    }
+  }
+}
+
+Tensor conv_reference(const ConvCase& c, const Tensor& x, const Tensor& w, const Tensor* b) {
+  std::vector<int64_t> out, pbv;
+  conv_out(c, &out, &pbv);
+  auto in3 = pad3(c.in, 1), k3 = pad3(c.k, 1), s3 = pad3(c.s, 1), d3 = pad3(c.d, 1),
+       o3 = pad3(out, 1), p3 = pad3(pbv, 0);
+  std::vector<int64_t> shape{c.N, c.M};
+  shape.insert(shape.end(), out.begin(), out.end());
+  Tensor y(DType::Float32, shape);
+  const int64_t Cg = c.C / c.G, Mg = c.M / c.G;
+  const float* X = x.data<float>();
+  const float* W = w.data<float>();
+  float* Y = y.data<float>();
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t od = 0; od < o3[0]; ++od)
+        for (int64_t oh = 0; oh < o3[1]; ++oh)
+          for (int64_t ow = 0; ow < o3[2]; ++ow) {
+            double acc = b ? b->data<float>()[m] : 0.0;
+            const int64_t g = m / Mg;
+            for (int64_t ci = 0; ci < Cg; ++ci)
+              for (int64_t kd = 0; kd < k3[0]; ++kd)
+                for (int64_t kh = 0; kh < k3[1]; ++kh)
+                  for (int64_t kw = 0; kw < k3[2]; ++kw) {
+                    const int64_t id = od * s3[0] - p3[0] + kd * d3[0];
+                    const int64_t ih = oh * s3[1] - p3[1] + kh * d3[1];
+                    const int64_t iw = ow * s3[2] - p3[2] + kw * d3[2];
+                    if (id < 0 || id >= in3[0] || ih < 0 || ih >= in3[1] || iw < 0 || iw >= in3[2])
+                      continue;
+                    const int64_t xi =
+                        (((n * c.C + g * Cg + ci) * in3[0] + id) * in3[1] + ih) * in3[2] + iw;
+                    const int64_t wi = (((m * Cg + ci) * k3[0] + kd) * k3[1] + kh) * k3[2] + kw;
+                    acc += static_cast<double>(X[xi]) * W[wi];
+                  }
+            Y[(((n * c.M + m) * o3[0] + od) * o3[1] + oh) * o3[2] + ow] = static_cast<float>(acc);
+          }
+  return y;
+}
+
+std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Runs the case with the weights (and bias) as initializers or as model inputs.
+void check_conv(const ConvCase& c, bool const_weights, std::mt19937& rng) {
+  const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+  Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+  ModelBuilder m;
+  m.input("x", DType::Float32, xs).output("y");
+  std::map<std::string, Tensor> feeds{{"x", x}};
+  if (const_weights) {
+    m.initializer("w", w);
+    if (c.bias) m.initializer("b", b);
+  } else {
+    m.input("w", DType::Float32, ws);
+    feeds["w"] = w;
+    if (c.bias) {
+      m.input("b", DType::Float32, {c.M});
+      feeds["b"] = b;
+    }
+  }
+  std::vector<std::string> ins{"x", "w"};
+  if (c.bias) ins.push_back("b");
+  auto& node = m.node("Conv", ins, {"y"});
+  attr_ints(node, "kernel_shape", c.k);
+  attr_ints(node, "strides", c.s);
+  attr_ints(node, "dilations", c.d);
+  attr_i(node, "group", c.G);
+  if (c.auto_pad.empty())
+    attr_ints(node, "pads", c.pads);
+  else
+    attr_s(node, "auto_pad", c.auto_pad);
+  Tensor ref = conv_reference(c, x, w, c.bias ? &b : nullptr);
+  auto out = run_model(m, feeds);
+  EXPECT_LE(rel_error(out.at("y"), ref), 1e-4)
+      << "in " << ocl_infer::shape_to_string(xs) << " w " << ocl_infer::shape_to_string(ws)
+      << " group " << c.G << (const_weights ? " constant weights" : " weights as input")
+      << " got shape " << ocl_infer::shape_to_string(out.at("y").shape) << " want "
+      << ocl_infer::shape_to_string(ref.shape);
+}
+
+TEST(Conv, MatchesReference2D) {
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases = {
+      {2, 3, 5, 1, {7, 13}, {3, 5}, {2, 2}, {2, 2}, {1, 2, 0, 1}},
+      {1, 6, 9, 3, {11, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 5, 5, 5, {9, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},          // depthwise
+      {2, 7, 7, 7, {13, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false},  // depthwise, stride 2
+      {1, 4, 8, 4, {10, 19}, {5, 3}, {1, 2}, {2, 1}, {2, 0, 1, 3}},         // depth multiplier 2
+      {2, 17, 19, 1, {11, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},        // pointwise
+      {1, 13, 33, 1, {5, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},        // 3 channel blocks
+      {1, 8, 6, 2, {12, 12}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},         // strided 1x1
+      {1, 3, 4, 1, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {}, true, "SAME_UPPER"},
+      {1, 3, 4, 1, {9, 10}, {4, 4}, {2, 3}, {1, 1}, {}, true, "SAME_LOWER"},
+      {1, 2, 3, 1, {8, 9}, {3, 2}, {1, 1}, {1, 1}, {}, true, "VALID"},
+  };
+  for (const ConvCase& c : cases)
+    for (bool constant : {true, false}) check_conv(c, constant, rng);
+}
+
+TEST(Conv, MatchesReference1DAnd3D) {
+  std::mt19937 rng(12);
+  const std::vector<ConvCase> cases = {
+      {2, 3, 5, 1, {29}, {5}, {3}, {1}, {2, 1}},
+      {1, 4, 4, 4, {23}, {3}, {1}, {2}, {2, 2}},  // depthwise 1-D
+      {1, 3, 5, 1, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 1, 1, 0}},
+      {2, 4, 4, 4, {4, 5, 6}, {3, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},  // depthwise
+                                                                                     // 3-D
+  };
+  for (const ConvCase& c : cases)
+    for (bool constant : {true, false}) check_conv(c, constant, rng);
+}
+
+// Conv -> Add(residual) -> activation fuses into one kernel (Node::epilogue); the numbers must
+// still match, for the packed and the depthwise kernel.
+TEST(Conv, FusedResidualAndActivationMatchReference) {
+  std::mt19937 rng(14);
+  struct Fused {
+    ConvCase c;
+    const char* act;
+    bool residual;
+  };
+  const std::vector<Fused> cases = {
+      {{1, 6, 10, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
+      {{1, 6, 10, 1, {9, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Sigmoid", false},
+      {{2, 5, 5, 5, {7, 12}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
+  };
+  for (const Fused& f : cases) {
+    const ConvCase& c = f.c;
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+    Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+    Tensor ref = conv_reference(c, x, w, &b);
+    Tensor r = random_tensor(ref.shape, rng);
+    ModelBuilder m;
+    m.input("x", DType::Float32, xs).output("y");
+    m.initializer("w", w).initializer("b", b);
+    auto& node = m.node("Conv", {"x", "w", "b"}, {"conv"});
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "pads", c.pads);
+    attr_i(node, "group", c.G);
+    std::map<std::string, Tensor> feeds{{"x", x}};
+    std::string pre = "conv";
+    if (f.residual) {
+      m.input("r", DType::Float32, ref.shape);
+      m.node("Add", {"conv", "r"}, {"sum"});
+      feeds["r"] = r;
+      pre = "sum";
+    }
+    std::string act = f.act;
+    if (act == "Clip") {
+      Tensor lo(DType::Float32, {}), hi(DType::Float32, {});
+      lo.data<float>()[0] = 0.0f;
+      hi.data<float>()[0] = 0.5f;
+      m.initializer("lo", lo).initializer("hi", hi);
+      m.node("Clip", {pre, "lo", "hi"}, {"y"});
+    } else {
+      m.node(act, {pre}, {"y"});
+    }
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      float v = ref.data<float>()[i] + (f.residual ? r.data<float>()[i] : 0.0f);
+      v = act == "Relu"      ? std::max(v, 0.0f)
+          : act == "Sigmoid" ? 1.0f / (1.0f + std::exp(-v))
+                             : std::min(std::max(v, 0.0f), 0.5f);
+      ref.data<float>()[i] = v;
+    }
+    std::string bytes = m.bytes();
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    auto out = s.run(feeds);
+    EXPECT_LE(rel_error(out.at("y"), ref), 1e-5) << act;
+    const std::string fused = std::string("Conv") + (f.residual ? "+Add+" : "+") + act;
+    EXPECT_NE(s.dump("graph").find(fused), std::string::npos) << s.dump("graph");
+  }
+}
+
+TEST(Conv, BadGroupIsAModelError) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, 4, 5, 5}).input("w", DType::Float32, {6, 2, 3, 3}).output("y");
+  attr_i(m.node("Conv", {"x", "w"}, {"y"}), "group", 3);
+  try {
+    run_model(m, {{"x", Tensor(DType::Float32, {1, 4, 5, 5})},
+                  {"w", Tensor(DType::Float32, {6, 2, 3, 3})}});
+    FAIL() << "expected a ModelError";
+  } catch (const ocl_infer::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("group 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Conv, Float64IsUnsupported) {
+  ModelBuilder m;
+  m.input("x", DType::Float64, {1, 1, 3, 3}).input("w", DType::Float64, {1, 1, 1, 1}).output("y");
+  m.node("Conv", {"x", "w"}, {"y"});
+  EXPECT_THROW(run_model(m, {{"x", Tensor(DType::Float64, {1, 1, 3, 3})},
+                             {"w", Tensor(DType::Float64, {1, 1, 1, 1})}}),
+               ocl_infer::UnsupportedError);
+}
+
+// ---- ConvTranspose -------------------------------------------------------------------------
+struct ConvTCase {
+  int64_t N, C, Mg, G;
+  std::vector<int64_t> in, k, s, d, pads, out_pad;
+  bool bias = true;
+};
+
+Tensor conv_transpose_reference(const ConvTCase& c, const Tensor& x, const Tensor& w,
+                                const Tensor* b) {
+  const size_t r = c.in.size();
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i)
+    out[i] = c.s[i] * (c.in[i] - 1) + c.out_pad[i] + (c.k[i] - 1) * c.d[i] + 1 - c.pads[i] -
+             c.pads[i + r];
+  std::vector<int64_t> pb(c.pads.begin(), c.pads.begin() + r);
+  auto in3 = pad3(c.in, 1), k3 = pad3(c.k, 1), s3 = pad3(c.s, 1), d3 = pad3(c.d, 1),
+       o3 = pad3(out, 1), p3 = pad3(pb, 0);
+  const int64_t M = c.Mg * c.G, Cg = c.C / c.G;
+  Tensor y(DType::Float32, concat({c.N, M}, out));
+  float* Y = y.data<float>();
+  const int64_t oplane = o3[0] * o3[1] * o3[2];
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < oplane; ++i)
+        Y[(n * M + m) * oplane + i] = b ? b->data<float>()[m] : 0;
+  // Scatter form, the definition's own direction.
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t ci = 0; ci < c.C; ++ci)
+      for (int64_t id = 0; id < in3[0]; ++id)
+        for (int64_t ih = 0; ih < in3[1]; ++ih)
+          for (int64_t iw = 0; iw < in3[2]; ++iw) {
+            const float xv =
+                x.data<float>()[(((n * c.C + ci) * in3[0] + id) * in3[1] + ih) * in3[2] + iw];
+            const int64_t g = ci / Cg;
+            for (int64_t mo = 0; mo < c.Mg; ++mo)
+              for (int64_t kd = 0; kd < k3[0]; ++kd)
+                for (int64_t kh = 0; kh < k3[1]; ++kh)
+                  for (int64_t kw = 0; kw < k3[2]; ++kw) {
+                    const int64_t od = id * s3[0] + kd * d3[0] - p3[0];
+                    const int64_t oh = ih * s3[1] + kh * d3[1] - p3[1];
+                    const int64_t ow = iw * s3[2] + kw * d3[2] - p3[2];
+                    if (od < 0 || od >= o3[0] || oh < 0 || oh >= o3[1] || ow < 0 || ow >= o3[2])
+                      continue;
+                    const float wv =
+                        w.data<float>()[(((ci * c.Mg + mo) * k3[0] + kd) * k3[1] + kh) * k3[2] +
+                                        kw];
+                    Y[(n * M + g * c.Mg + mo) * oplane + (od * o3[1] + oh) * o3[2] + ow] += xv * wv;
+                  }
+          }
+  return y;
+}
+
+TEST(ConvTranspose, MatchesReference) {
+  std::mt19937 rng(13);
+  const std::vector<ConvTCase> cases = {
+      {2, 3, 5, 1, {7, 5}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 2}, {1, 0}},
+      {1, 4, 3, 2, {5, 6}, {3, 2}, {1, 3}, {2, 1}, {0, 1, 2, 0}, {0, 2}, false},
+      {1, 2, 3, 1, {11}, {4}, {3}, {1}, {1, 1}, {2}},
+      {1, 2, 2, 1, {3, 4, 3}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {0, 1, 0, 1, 0, 0}, {1, 0, 0}},
+  };
+  for (const ConvTCase& c : cases)
+    for (bool constant : {true, false}) {
+      const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.C, c.Mg}, c.k);
+      Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng),
+             b = random_tensor({c.Mg * c.G}, rng);
+      ModelBuilder m;
+      m.input("x", DType::Float32, xs).output("y");
+      std::map<std::string, Tensor> feeds{{"x", x}};
+      if (constant) {
+        m.initializer("w", w);
+        if (c.bias) m.initializer("b", b);
+      } else {
+        m.input("w", DType::Float32, ws);
+        feeds["w"] = w;
+        if (c.bias) {
+          m.input("b", DType::Float32, {c.Mg * c.G});
+          feeds["b"] = b;
+        }
+      }
+      std::vector<std::string> ins{"x", "w"};
+      if (c.bias) ins.push_back("b");
+      auto& node = m.node("ConvTranspose", ins, {"y"});
+      attr_ints(node, "strides", c.s);
+      attr_ints(node, "dilations", c.d);
+      attr_ints(node, "pads", c.pads);
+      attr_ints(node, "output_padding", c.out_pad);
+      attr_i(node, "group", c.G);
+      Tensor ref = conv_transpose_reference(c, x, w, c.bias ? &b : nullptr);
+      auto out = run_model(m, feeds);
+      EXPECT_LE(rel_error(out.at("y"), ref), 1e-4)
+          << "in " << ocl_infer::shape_to_string(xs) << (constant ? " constant" : " input")
+          << " weights, got " << ocl_infer::shape_to_string(out.at("y").shape) << " want "
+          << ocl_infer::shape_to_string(ref.shape);
+    }
+}
+
+// ---- timing (not run by default: --gtest_also_run_disabled_tests) ---------------------------
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Prints the best wall-clock rate and the rate per CPU-second of all the process's threads (the
+// latter is steadier on a shared machine).
+void time_conv(int64_t C, int64_t M, int64_t HW, int64_t k, int64_t stride, int64_t group,
+               int reps) {
+  std::mt19937 rng(5);
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, C, HW, HW}).output("y");
+  m.initializer("w", random_tensor({M, C / group, k, k}, rng))
+      .initializer("b", random_tensor({M}, rng));
+  auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
+  attr_ints(node, "pads", std::vector<int64_t>(4, k / 2));
+  attr_ints(node, "strides", {stride, stride});
+  attr_i(node, "group", group);
+  std::string bytes = m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+  std::map<std::string, Tensor> feeds{{"x", random_tensor({1, C, HW, HW}, rng)}};
+  s.run(feeds);
+  double best = 1e30;
+  const double cpu0 = cpu_seconds();
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.run(feeds);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double cpu = (cpu_seconds() - cpu0) / reps;
+  const int64_t out = (HW + stride - 1) / stride;
+  const double flops = 2.0 * (C / group) * M * k * k * out * out;
+  std::printf(
+      "conv %ldx%ld %ld->%ld %ldx%ld stride %ld group %ld: %.1f GFLOP/s wall, %.1f per CPU-second, "
+      "%.3f ms\n",
+      static_cast<long>(k), static_cast<long>(k), static_cast<long>(C), static_cast<long>(M),
+      static_cast<long>(HW), static_cast<long>(HW), static_cast<long>(stride),
+      static_cast<long>(group), flops / best * 1e-9, flops / cpu * 1e-9, best * 1e3);
+}
+
+TEST(Conv, DISABLED_Timing) {
+  {
+    // What a run costs besides the conv: upload, download, launch.
+    std::mt19937 rng(5);
+    ModelBuilder m;
+    m.input("x", DType::Float32, {1, 128, 56, 56}).output("y");
+    m.node("Relu", {"x"}, {"y"});
+    std::string bytes = m.bytes();
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 128, 56, 56}, rng)}};
+    s.run(feeds);
+    double best = 1e30;
+    for (int r = 0; r < 30; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      s.run(feeds);
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("baseline: Relu on [1,128,56,56] %.3f ms\n", best * 1e3);
+  }
+  time_conv(64, 64, 56, 3, 1, 1, 30);
+  time_conv(256, 64, 56, 1, 1, 1, 30);
+  time_conv(256, 256, 14, 3, 1, 1, 30);
+  time_conv(512, 512, 7, 3, 1, 1, 30);
+  time_conv(128, 128, 56, 3, 2, 1, 30);
+  time_conv(3, 64, 224, 7, 2, 1, 10);
+  time_conv(128, 128, 56, 3, 1, 128, 30);
+}
+
+}  // namespace

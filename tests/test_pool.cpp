@@ -1,0 +1,191 @@
+// Pooling ops against direct CPU loops: MaxPool (with dilations, ceil_mode, Indices, uint8),
+// AveragePool (count_include_pad both ways), LpPool and the Global* forms, over 1-D, 2-D and 3-D
+// inputs of odd sizes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+struct PoolCase {
+  std::string op;
+  std::vector<int64_t> x;  // N, C, spatial...
+  std::vector<int64_t> k, s, d, pads;
+  bool ceil = false, count_pad = false;
+};
+
+std::array<int64_t, 3> pad3(const std::vector<int64_t>& v, int64_t fill) {
+  std::array<int64_t, 3> r{fill, fill, fill};
+  for (size_t i = 0; i < v.size(); ++i) r[3 - v.size() + i] = v[i];
+  return r;
+}
+
+// Returns Y and (for MaxPool) the flat argmax indices.
+std::pair<Tensor, Tensor> pool_reference(const PoolCase& c, const Tensor& x) {
+  const size_t r = c.x.size() - 2;
+  std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), out(r), pe(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t ek = (c.k[i] - 1) * c.d[i] + 1;
+    const int64_t span = in[i] + c.pads[i] + c.pads[i + r] - ek;
+    out[i] = (c.ceil ? (span + c.s[i] - 1) / c.s[i] : span / c.s[i]) + 1;
+    if (c.ceil && (out[i] - 1) * c.s[i] >= in[i] + c.pads[i]) --out[i];
+    pe[i] = c.pads[i + r];
+  }
+  std::vector<int64_t> pb(c.pads.begin(), c.pads.begin() + r);
+  auto i3 = pad3(in, 1), o3 = pad3(out, 1), k3 = pad3(c.k, 1), s3 = pad3(c.s, 1), d3 = pad3(c.d, 1),
+       b3 = pad3(pb, 0), e3 = pad3(pe, 0);
+  std::vector<int64_t> ys{c.x[0], c.x[1]};
+  ys.insert(ys.end(), out.begin(), out.end());
+  Tensor y(x.dtype, ys), idx(DType::Int64, ys);
+  const int64_t plane = i3[0] * i3[1] * i3[2];
+  int64_t o = 0;
+  for (int64_t nc = 0; nc < c.x[0] * c.x[1]; ++nc)
+    for (int64_t od = 0; od < o3[0]; ++od)
+      for (int64_t oh = 0; oh < o3[1]; ++oh)
+        for (int64_t ow = 0; ow < o3[2]; ++ow, ++o) {
+          double best = -INFINITY, sum = 0;
+          int64_t at = 0, valid = 0, padded = 0;
+          for (int64_t kd = 0; kd < k3[0]; ++kd)
+            for (int64_t kh = 0; kh < k3[1]; ++kh)
+              for (int64_t kw = 0; kw < k3[2]; ++kw) {
+                const int64_t pos[3] = {od * s3[0] - b3[0] + kd * d3[0],
+                                        oh * s3[1] - b3[1] + kh * d3[1],
+                                        ow * s3[2] - b3[2] + kw * d3[2]};
+                bool inside = true, in_padded = true;
+                for (int a = 0; a < 3; ++a) {
+                  inside &= pos[a] >= 0 && pos[a] < i3[a];
+                  in_padded &= pos[a] >= -b3[a] && pos[a] < i3[a] + e3[a];
+                }
+                padded += in_padded;
+                if (!inside) continue;
+                const int64_t flat = (pos[0] * i3[1] + pos[1]) * i3[2] + pos[2];
+                const double v = x.dtype == DType::UInt8 ? x.data<uint8_t>()[nc * plane + flat]
+                                                         : x.data<float>()[nc * plane + flat];
+                if (v > best) {
+                  best = v;
+                  at = nc * plane + flat;
+                }
+                sum += c.op == "LpPool" ? v * v : v;
+                ++valid;
+              }
+          double res = c.op == "MaxPool"  ? best
+                       : c.op == "LpPool" ? std::sqrt(sum)
+                                          : sum / static_cast<double>(c.count_pad ? padded : valid);
+          if (x.dtype == DType::UInt8)
+            y.data<uint8_t>()[o] = static_cast<uint8_t>(res);
+          else
+            y.data<float>()[o] = static_cast<float>(res);
+          idx.data<int64_t>()[o] = at;
+        }
+  return {y, idx};
+}
+
+TEST(Pool, MatchesReference) {
+  std::mt19937 rng(31);
+  const std::vector<PoolCase> cases = {
+      {"MaxPool", {2, 3, 7, 13}, {3, 2}, {2, 1}, {1, 1}, {1, 0, 1, 1}},
+      {"MaxPool", {1, 2, 11, 9}, {3, 3}, {2, 2}, {2, 1}, {0, 0, 0, 0}, true},
+      {"MaxPool", {1, 3, 17}, {4}, {3}, {1}, {2, 1}, true},
+      {"MaxPool", {1, 2, 5, 6, 7}, {2, 3, 2}, {2, 2, 1}, {1, 1, 1}, {0, 1, 0, 1, 0, 1}},
+      {"AveragePool", {2, 3, 7, 13}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {"AveragePool", {2, 3, 7, 13}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false, true},
+      {"AveragePool", {1, 2, 10, 10}, {3, 3}, {3, 3}, {1, 1}, {1, 0, 1, 0}, true, true},
+      {"AveragePool", {1, 2, 19}, {5}, {2}, {1}, {2, 2}, false, false},
+      {"AveragePool", {1, 1, 4, 5, 6}, {2, 2, 3}, {1, 2, 2}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}},
+      {"LpPool", {1, 3, 8, 9}, {2, 3}, {2, 2}, {1, 1}, {0, 1, 0, 1}},
+  };
+  for (const PoolCase& c : cases) {
+    Tensor x = random_tensor(c.x, rng);
+    ModelBuilder m;
+    m.input("x", DType::Float32, c.x).output("y");
+    const bool indices = c.op == "MaxPool";
+    if (indices) m.output("i");
+    auto& node = m.node(
+        c.op, {"x"}, indices ? std::vector<std::string>{"y", "i"} : std::vector<std::string>{"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    if (c.op != "LpPool") attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    if (c.op != "LpPool") attr_i(node, "ceil_mode", c.ceil);
+    if (c.op == "AveragePool") attr_i(node, "count_include_pad", c.count_pad);
+    auto [ref, ref_idx] = pool_reference(c, x);
+    auto out = run_model(m, {{"x", x}});
+    EXPECT_LE(rel_error(out.at("y"), ref), 1e-5)
+        << c.op << " " << ocl_infer::shape_to_string(c.x) << " got "
+        << ocl_infer::shape_to_string(out.at("y").shape);
+    if (indices) {
+      const Tensor& got = out.at("i");
+      ASSERT_EQ(got.shape, ref_idx.shape);
+      for (int64_t i = 0; i < got.numel(); ++i)
+        ASSERT_EQ(got.data<int64_t>()[i], ref_idx.data<int64_t>()[i]) << c.op << " at " << i;
+    }
+  }
+}
+
+TEST(Pool, MaxPoolUint8) {
+  std::mt19937 rng(32);
+  PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
+  Tensor x(DType::UInt8, c.x);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256);
+  ModelBuilder m;
+  m.input("x", DType::UInt8, c.x).output("y");
+  auto& node = m.node("MaxPool", {"x"}, {"y"});
+  attr_ints(node, "kernel_shape", c.k);
+  attr_ints(node, "strides", c.s);
+  attr_ints(node, "pads", c.pads);
+  auto ref = pool_reference(c, x).first;
+  auto out = run_model(m, {{"x", x}});
+  ASSERT_EQ(out.at("y").shape, ref.shape);
+  EXPECT_EQ(out.at("y").bytes, ref.bytes);
+}
+
+TEST(Pool, GlobalPoolsMatchReference) {
+  std::mt19937 rng(33);
+  for (auto shape : std::vector<std::vector<int64_t>>{{2, 5, 7, 3}, {1, 3, 29}, {1, 2, 3, 4, 5}}) {
+    Tensor x = random_tensor(shape, rng);
+    const int64_t nc = shape[0] * shape[1], plane = x.numel() / nc;
+    std::vector<int64_t> ys(shape.size(), 1);
+    ys[0] = shape[0];
+    ys[1] = shape[1];
+    for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+      ModelBuilder m;
+      m.input("x", DType::Float32, shape).output("y");
+      m.node(op, {"x"}, {"y"});
+      Tensor ref(DType::Float32, ys);
+      for (int64_t i = 0; i < nc; ++i) {
+        double sum = 0, sq = 0, mx = -INFINITY;
+        for (int64_t j = 0; j < plane; ++j) {
+          const double v = x.data<float>()[i * plane + j];
+          sum += v;
+          sq += v * v;
+          mx = std::max(mx, v);
+        }
+        const std::string o = op;
+        ref.data<float>()[i] = static_cast<float>(
+            o == "GlobalAveragePool" ? sum / plane : (o == "GlobalMaxPool" ? mx : std::sqrt(sq)));
+      }
+      auto out = run_model(m, {{"x", x}});
+      EXPECT_LE(rel_error(out.at("y"), ref), 1e-5)
+          << op << " " << ocl_infer::shape_to_string(shape);
+    }
+  }
+}
+
+TEST(Pool, BadKernelShapeIsAModelError) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, 1, 4, 4}).output("y");
+  attr_ints(m.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {3});
+  try {
+    run_model(m, {{"x", Tensor(DType::Float32, {1, 1, 4, 4})}});
+    FAIL() << "expected a ModelError";
+  } catch (const ocl_infer::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel_shape"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
