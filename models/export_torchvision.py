@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Exports small torchvision classifiers with random weights as ONNX test models.
+"""Exports torchvision classifiers with random weights as ONNX test models.
 
-For each NAME in resnet18, mobilenet_v2, squeezenet1_1 this writes, under --out:
+For each NAME in resnet18, mobilenet_v2, squeezenet1_1 (the default set, which the tests use) and,
+on request (--models, or --extra), resnet50, efficientnet_b0, densenet121 (bigger models for
+benchmarks), this writes, under --out:
   NAME.onnx        opset 13; input "input" float32 [batch,3,224,224], output "logits"
                    float32 [batch,1000], with a symbolic batch dimension named "batch".
                    BatchNormalization stays a node of its own, not folded into the Conv before it,
@@ -21,6 +23,7 @@ Run with a python that sees Debian's python3-torch, python3-torchvision and pyth
 """
 
 import argparse
+import copy
 import os
 import sys
 
@@ -29,7 +32,11 @@ import onnx
 import torch
 import torchvision
 
-MODELS = ("resnet18", "mobilenet_v2", "squeezenet1_1")
+DEFAULT_MODELS = ("resnet18", "mobilenet_v2", "squeezenet1_1")
+EXTRA_MODELS = ("resnet50", "efficientnet_b0", "densenet121")
+# The seed of a model derives from its index here: append, never reorder, so that every existing
+# model keeps its bytes.
+MODELS = DEFAULT_MODELS + EXTRA_MODELS
 OPSET = 13
 SEED = 20240601
 INPUT_SHAPE = (1, 3, 224, 224)
@@ -152,7 +159,23 @@ def check_outputs(name: str, model: torch.nn.Module, output: np.ndarray, seed: i
         sys.exit(f"{name}: top-1 class is {top1[0]} for every random input")
 
 
-def check_with_onnxruntime(path: str, x: np.ndarray, expected: np.ndarray) -> str:
+def float32_error(model: torch.nn.Module, x: torch.Tensor, output: np.ndarray) -> float:
+    """Returns max |float32 PyTorch - float64 PyTorch| over the logits for input x.
+
+    This is how far any float32 implementation can fairly be expected to drift from the golden
+    output. Random-weight networks amplify rounding with depth (their features carry a large
+    input-independent part that the standardised classifier cancels): relative to the largest
+    logit, resnet18 drifts by 8e-6 and resnet50 by 9e-5, close to the old fixed 1e-4 tolerance.
+    """
+    with torch.no_grad():
+        exact = copy.deepcopy(model).double()(x.double()).numpy()
+    return float(np.abs(output.astype(np.float64) - exact).max())
+
+
+def check_with_onnxruntime(path: str, x: np.ndarray, expected: np.ndarray,
+                           fp32_error: float) -> str:
+    """Runs the ONNX file at batch 1 and 2; fails if it differs from expected by more than
+    max(1e-4 * max(1, max|logit|), 3 * fp32_error)."""
     try:
         import onnxruntime
     except ImportError:
@@ -165,8 +188,11 @@ def check_with_onnxruntime(path: str, x: np.ndarray, expected: np.ndarray) -> st
     got2 = session.run(None, {"input": np.concatenate([x, x])})[0]
     err = max(float(np.abs(got - expected).max()), float(np.abs(got2[1:] - expected).max()))
     scale = float(np.abs(expected).max())
-    if err > 1e-4 * max(1.0, scale):
-        sys.exit(f"{path}: onnxruntime differs from torch by {err} (max|logit| {scale})")
+    tolerance = max(1e-4 * max(1.0, scale), 3.0 * fp32_error)
+    if err > tolerance:
+        os.remove(path)
+        sys.exit(f"{path}: onnxruntime differs from torch by {err:.3g} > {tolerance:.3g} "
+                 f"(max|logit| {scale:.3g}, float32 torch vs float64 {fp32_error:.3g})")
     return f"onnxruntime max abs diff {err:.2e}"
 
 
@@ -181,8 +207,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--force", action="store_true", help="re-export models whose files exist")
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=None,
+                        help=f"models to export (default: {' '.join(DEFAULT_MODELS)})")
+    parser.add_argument("--extra", action="store_true",
+                        help=f"also export {', '.join(EXTRA_MODELS)}")
     args = parser.parse_args()
+    if args.models is None:
+        args.models = list(DEFAULT_MODELS)
+    if args.extra:
+        args.models += [m for m in EXTRA_MODELS if m not in args.models]
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)  # the build machine is shared with a C++ build
 
@@ -200,22 +233,28 @@ def main() -> None:
             y = model(x).numpy().astype(np.float32)
         check_outputs(name, model, y, seed)
 
+        fp32_error = float32_error(model, x, y)
+
         export(model, x, paths[0])
         onnx.checker.check_model(onnx.load(paths[0]))
-        np.save(paths[1], x.numpy().astype(np.float32))
-        np.save(paths[2], y)
-
         ops = count_ops(paths[0])
         bn = ops.get("BatchNormalization", 0)
-        if name == "resnet18" and bn == 0:
+        if name != "squeezenet1_1" and bn == 0:
+            os.remove(paths[0])
             sys.exit(f"{paths[0]}: BatchNormalization nodes were folded away")
-        verdict = check_with_onnxruntime(paths[0], x.numpy(), y)
+        verdict = check_with_onnxruntime(paths[0], x.numpy(), y, fp32_error)
+        # The golden files come last: a model that failed a check is never "up to date".
+        np.save(paths[1], x.numpy().astype(np.float32))
+        np.save(paths[2], y)
         for p in paths:
             print(f"wrote {p}")
         top2 = np.sort(y[0])[-2:]
         print(f"  {name}: {sum(ops.values())} nodes, {bn} BatchNormalization, "
               f"max|logit| {np.abs(y).max():.3g}, top-1 {int(y.argmax())} "
-              f"(lead over top-2 {top2[1] - top2[0]:.3g}); {verdict}")
+              f"(lead over top-2 {top2[1] - top2[0]:.3g}); float32 vs float64 torch "
+              f"{fp32_error:.2e}, {verdict}")
+        print("    ops: " + ", ".join(f"{op} {n}" for op, n in
+                                     sorted(ops.items(), key=lambda item: (-item[1], item[0]))))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,556 @@
+#!/usr/bin/env python3
+"""Benchmarks ocl-infer against onnxruntime's CPU provider, model by model, in one run.
+
+Run with the venv that models/install_deps.sh sets up (it has onnxruntime):
+
+    build/pyenv/bin/python tools/benchmark.py [--models resnet18 ...] [--iterations N]
+        [--warmup W] [--rounds R] [--out FILE.md]
+
+For every model (NAME from --models-dir, or a path to an .onnx file) it measures:
+  - onnxruntime latency: one InferenceSession (default threads unless --ort-threads), W warm-up
+    runs then N timed session.run calls per round;
+  - ocl-infer latency: `ocl-infer MODEL --bench --iterations N --warmup W --json`, with the
+    optimizer (default) and with -O0;
+  - correctness: one `--input ... --output-dir` run, with and without -O0, compared with
+    onnxruntime's outputs (a latency marked "wrong output" measured a broken graph);
+  - kernel launches and node counts: `--dump graph --json`, with and without -O0;
+  - activation memory: `--dump plan --json` (peak, naive and lower bound);
+  - start-up, first_inference_ms (which includes plan_ms: Session::run plans on its first call)
+    and plan_ms of one `--bench --iterations 1 --warmup 0` run:
+    cold, with an empty ocl-infer --cache-dir and the driver's own program cache emptied
+    (POCL_CACHE_DIR) or off (CUDA_CACHE_DISABLE); with only ocl-infer's cache empty; and warm,
+    with the default caches, which the timed runs have filled.
+All latency runs use the same input: NAME.input.npy beside the model (NAME.dog.input.npy for the
+demo model), else a seeded N(0,1) tensor written to a temporary .npy.
+
+The latency runs are interleaved so that both runtimes see the same machine conditions: each of
+R rounds runs every model once with each of the three configurations, rotating their order from
+round to round. A latency is the median of the R per-round medians; min is over all runs.
+
+Prints a Markdown table (and writes it to --out, with the raw measurements as JSON beside it,
+FILE.json). A configuration that fails, for instance an op ocl-infer does not support yet, shows
+its error in the table instead of a number; the other columns are still measured.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0",
+                  "densenet121", "efficientnet_lite0")
+MIB = 1024.0 * 1024.0
+# ocl-infer's output must match onnxruntime's within this fraction of max(1, max|output|). Loose on
+# purpose: it catches a broken graph (a latency of a wrong answer means nothing), not rounding;
+# resnet50's float32 rounding alone reaches 1e-4 of its largest logit.
+OUTPUT_TOLERANCE = 1e-3
+
+
+class CliError(Exception):
+    """An ocl-infer run that failed; the message is what it printed last on stderr."""
+
+
+def run_cli(binary: str, args: list, timeout: float, env: dict = None, parse: bool = True):
+    """Runs ocl-infer and returns its JSON output (or None if not parse); raises CliError if it
+    fails or prints no JSON."""
+    command = [binary] + args
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise CliError(f"{binary} not found (build it first)")
+    except subprocess.TimeoutExpired:
+        raise CliError(f"timed out after {timeout:.0f} s")
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        message = lines[-1] if lines else f"exit status {done.returncode}, no message"
+        if message.startswith("ocl-infer: "):
+            message = message[len("ocl-infer: "):]
+        raise CliError(message)
+    if not parse:
+        return None
+    text = done.stdout
+    try:
+        return json.loads(text[text.index("{"):])
+    except ValueError:
+        raise CliError(f"no JSON on stdout: {text.strip()[:200]!r}")
+
+
+def attempt(function, *args, **kwargs) -> dict:
+    """Calls function; returns {"result": ...} or {"error": message}."""
+    try:
+        return {"result": function(*args, **kwargs)}
+    except CliError as error:
+        return {"error": str(error)}
+    except Exception as error:  # onnxruntime raises its own types; keep measuring the rest
+        return {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
+
+
+def physical_cores() -> int:
+    """Physical cores as onnxruntime counts them for its default intra-op thread count."""
+    cores, core = set(), {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("physical id", "core id"):
+                    core[key] = value.strip()
+                elif not line.strip() and core:
+                    cores.add((core.get("physical id"), core.get("core id")))
+                    core = {}
+        if core:
+            cores.add((core.get("physical id"), core.get("core id")))
+    except OSError:
+        pass
+    return len(cores) or os.cpu_count() or 1
+
+
+def resolve_model(spec: str, models_dir: str) -> tuple:
+    """Returns (name, path) for a model name in models_dir or a path to an .onnx file."""
+    if spec.endswith(".onnx") or os.sep in spec:
+        return os.path.splitext(os.path.basename(spec))[0], spec
+    return spec, os.path.join(models_dir, spec + ".onnx")
+
+
+def find_input(path: str) -> str:
+    stem = os.path.splitext(path)[0]
+    for candidate in (stem + ".input.npy", stem + ".dog.input.npy"):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+class Model:
+    """One model under test: its onnxruntime session and the input both runtimes get."""
+
+    def __init__(self, name: str, path: str, ort_threads: int, tmp_dir: str):
+        import onnxruntime
+
+        self.name, self.path = name, path
+        options = onnxruntime.SessionOptions()
+        if ort_threads:
+            options.intra_op_num_threads = ort_threads
+        self.session = onnxruntime.InferenceSession(path, options,
+                                                    providers=["CPUExecutionProvider"])
+        spec = self.session.get_inputs()[0]
+        self.input_name = spec.name
+        self.input_path = find_input(path)
+        if self.input_path:
+            self.input = np.load(self.input_path)
+        else:
+            shape = [d if isinstance(d, int) else 1 for d in spec.shape]
+            self.input = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+            self.input_path = os.path.join(tmp_dir, name + ".random.input.npy")
+            np.save(self.input_path, self.input)
+
+    def reference(self) -> dict:
+        """onnxruntime's outputs for the benchmark input, by output name."""
+        names = [o.name for o in self.session.get_outputs()]
+        return dict(zip(names, self.session.run(None, {self.input_name: self.input})))
+
+    def time_ort(self, iterations: int, warmup: int) -> list:
+        feeds = {self.input_name: self.input}
+        for _ in range(warmup):
+            self.session.run(None, feeds)
+        times = []
+        for _ in range(iterations):
+            start = time.perf_counter()
+            self.session.run(None, feeds)
+            times.append((time.perf_counter() - start) * 1000.0)
+        return times
+
+
+def measure(args, models: list, tmp_dir: str) -> list:
+    results = []
+    for name, path in models:
+        entry = {"model": name, "path": path, "rounds": []}
+        if not os.path.exists(path):
+            entry["error"] = f"{path} not found"
+        else:
+            loaded = attempt(Model, name, path, args.ort_threads, tmp_dir)
+            if "error" in loaded:
+                entry["ort_error"] = loaded["error"]
+            model = entry["handle"] = loaded.get("result")
+            entry["input"] = model.input_path if model else None
+            # Without a session there is no input to share; ocl-infer then uses random data.
+            entry["cli_input"] = ["--input", f"{model.input_name}={model.input_path}"] \
+                if model else []
+        results.append(entry)
+
+    bench = ["--bench", "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+             "--json"]
+    for round_index in range(args.rounds):
+        for entry in results:
+            if "error" in entry:
+                continue
+            model = entry["handle"]
+            configurations = [
+                ("ort", None),
+                ("ocl", [entry["path"]] + entry["cli_input"] + bench),
+                ("ocl_O0", [entry["path"]] + entry["cli_input"] + bench + ["-O0"]),
+            ]
+            shift = round_index % len(configurations)
+            record = {}
+            for key, cli_args in configurations[shift:] + configurations[:shift]:
+                if cli_args is not None:
+                    record[key] = attempt(run_cli, args.ocl_infer, cli_args, args.timeout)
+                elif model is not None:
+                    record[key] = attempt(model.time_ort, args.iterations, args.warmup)
+                else:
+                    record[key] = {"error": entry["ort_error"]}
+            entry["rounds"].append(record)
+            print(f"round {round_index + 1}/{args.rounds} {entry['model']}: "
+                  + ", ".join(f"{k} {short_latency(v)}" for k, v in record.items()),
+                  file=sys.stderr, flush=True)
+
+    for entry in results:
+        if "error" in entry:
+            continue
+        path = entry["path"]
+        entry["graph"] = attempt(run_cli, args.ocl_infer, [path, "--dump", "graph", "--json"],
+                                 args.timeout)
+        entry["graph_O0"] = attempt(run_cli, args.ocl_infer,
+                                    [path, "--dump", "graph", "--json", "-O0"], args.timeout)
+        entry["plan"] = attempt(run_cli, args.ocl_infer, [path, "--dump", "plan", "--json"],
+                                args.timeout)
+        for graph in ("graph", "graph_O0"):  # the node list is long and in the dump anyway
+            if "result" in entry[graph]:
+                entry[graph]["result"].pop("nodes", None)
+        if "result" in entry["plan"]:
+            entry["plan"]["result"].pop("tensors", None)
+        for key, flags in (("check", []), ("check_O0", ["-O0"])):
+            entry[key] = attempt(check_output, args, entry, tmp_dir, flags)
+        once = [path] + entry["cli_input"] + ["--bench", "--iterations", "1", "--warmup", "0",
+                                               "--json"]
+        entry["cold"] = cold_start(args, once, tmp_dir)
+        entry["cold_driver_cached"] = cold_start(args, once, tmp_dir, driver_cache=True)
+        entry["warm"] = attempt(run_cli, args.ocl_infer, once, args.timeout)
+        print(f"{entry['model']}: graph, plan and start-up measured", file=sys.stderr, flush=True)
+    for entry in results:
+        entry.pop("handle", None)
+    return results
+
+
+def check_output(args, entry: dict, tmp_dir: str, flags: list) -> dict:
+    """Runs ocl-infer once on the benchmark input and compares every output with onnxruntime's."""
+    model = entry["handle"]
+    if model is None:
+        raise RuntimeError("no onnxruntime session to compare with")
+    out_dir = tempfile.mkdtemp(prefix="outputs-", dir=tmp_dir)
+    try:
+        run_cli(args.ocl_infer, [entry["path"]] + entry["cli_input"] + ["--output-dir", out_dir]
+                + flags, args.timeout, parse=False)
+        error, scale = 0.0, 0.0
+        for name, expected in model.reference().items():
+            # ocl-infer's file name for an output: tools/npy.cpp safe_file_name.
+            stem = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+            stem = "_" + stem if stem in ("", ".", "..") else stem
+            got = np.load(os.path.join(out_dir, stem + ".npy"))
+            if got.shape != expected.shape:
+                raise RuntimeError(f"output {name}: shape {list(got.shape)}, onnxruntime "
+                                   f"{list(expected.shape)}")
+            diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+            error = max(error, float(np.nan_to_num(diff, nan=np.inf).max()))
+            scale = max(scale, float(np.abs(expected).max()))
+        return {"max_abs_error": error, "max_abs_output": scale,
+                "ok": error <= OUTPUT_TOLERANCE * max(1.0, scale)}
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def cold_start(args, cli_args: list, tmp_dir: str, driver_cache: bool = False) -> dict:
+    """Runs ocl-infer with an empty kernel cache. Unless driver_cache, the OpenCL driver's own
+    cache of built programs is emptied (PoCL) or disabled (NVIDIA) too: otherwise "cold" measures
+    loading from it, and how much it holds depends on which builds ran before."""
+    cache = tempfile.mkdtemp(prefix="cold-cache-", dir=tmp_dir)
+    env = dict(os.environ)
+    if not driver_cache:
+        env["POCL_CACHE_DIR"] = os.path.join(cache, "pocl")
+        env["CUDA_CACHE_DISABLE"] = "1"
+    try:
+        return attempt(run_cli, args.ocl_infer,
+                       cli_args + ["--cache-dir", os.path.join(cache, "ocl-infer")],
+                       args.timeout, env)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def short_latency(outcome: dict) -> str:
+    if "error" in outcome:
+        return "failed"
+    value = outcome["result"]
+    median = statistics.median(value) if isinstance(value, list) else value["median_ms"]
+    return f"{median:.1f} ms"
+
+
+def summarize(entry: dict) -> dict:
+    """Reduces one model's measurements to the numbers in the tables (None where unknown)."""
+    s = {"model": entry["model"], "errors": {}}
+
+    def latency(key: str):
+        medians, minima, errors = [], [], []
+        for record in entry["rounds"]:
+            outcome = record[key]
+            if "error" in outcome:
+                errors.append(outcome["error"])
+            elif isinstance(outcome["result"], list):
+                medians.append(statistics.median(outcome["result"]))
+                minima.append(min(outcome["result"]))
+            else:
+                medians.append(outcome["result"]["median_ms"])
+                minima.append(outcome["result"]["min_ms"])
+        if errors:
+            s["errors"][key] = errors[0]
+        if not medians:
+            return None, None
+        return statistics.median(medians), min(minima)
+
+    if "error" in entry:
+        s["errors"]["model"] = entry["error"]
+        return s
+    s["ort_ms"], s["ort_min_ms"] = latency("ort")
+    s["ocl_ms"], s["ocl_min_ms"] = latency("ocl")
+    s["ocl_O0_ms"], s["ocl_O0_min_ms"] = latency("ocl_O0")
+    for key in ("check", "check_O0"):
+        outcome = entry[key]
+        s[key] = outcome.get("result", {}).get("max_abs_error")
+        s[key + "_ok"] = outcome.get("result", {}).get("ok")
+        s[key + "_scale"] = outcome.get("result", {}).get("max_abs_output")
+    for key in ("graph", "graph_O0", "plan", "cold", "cold_driver_cached", "warm", "check",
+                "check_O0"):
+        if "error" in entry[key]:
+            s["errors"][key] = entry[key]["error"]
+    stats = entry["graph"].get("result", {}).get("stats", {})
+    stats_O0 = entry["graph_O0"].get("result", {}).get("stats", {})
+    s["launches"] = stats.get("kernel_launches")
+    s["launches_O0"] = stats_O0.get("kernel_launches")
+    s["nodes_before"], s["nodes_after"] = stats.get("nodes_before"), stats.get("nodes_after")
+    plan = entry["plan"].get("result", {})
+    for key in ("peak_activation_bytes", "naive_activation_bytes", "lower_bound_bytes",
+                "weight_bytes"):
+        s[key] = plan.get(key)
+    for key in ("cold", "cold_driver_cached", "warm"):
+        run = entry[key].get("result")
+        s[key + "_plan_ms"] = run.get("plan_ms") if run else None
+        s[key + "_first_ms"] = run.get("first_inference_ms") if run else None
+    return s
+
+
+def fmt(value, digits: int = 1, suffix: str = "") -> str:
+    return "–" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def ratio(numerator, denominator, suffix: str = "×") -> str:
+    if numerator is None or not denominator:
+        return "–"
+    return f"{numerator / denominator:.2f}{suffix}"
+
+
+def cell_error(message: str, shown: set = None) -> str:
+    """The error for a table cell; only "failed" if this row already shows the same message."""
+    if shown is not None:
+        if message in shown:
+            return "failed"
+        shown.add(message)
+    message = message.replace("|", "\\|").replace("\n", " ")
+    return "**failed**: " + (message if len(message) <= 90 else message[:87] + "...")
+
+
+def render(summaries: list, meta: dict) -> str:
+    lines = [
+        f"# ocl-infer vs onnxruntime ({meta['date']})",
+        "",
+        f"- ocl-infer device: {meta['device'] or 'unknown'}; `{meta['ocl_infer']}` built "
+        f"{meta['build_time']}",
+        f"- onnxruntime {meta['ort_version']} CPUExecutionProvider, intra-op threads "
+        f"{meta['ort_threads']}; Python {meta['python']}",
+        f"- host: {meta['cpus']} CPUs ({meta['physical_cores']} physical cores), load average "
+        f"{meta['load_before']} before, {meta['load_after']} after",
+        f"- {meta['rounds']} interleaved rounds × {meta['iterations']} timed runs after "
+        f"{meta['warmup']} warm-up; latency = median of the per-round medians",
+    ]
+    if meta["rebuilt_during_run"]:
+        lines.append("- **warning: ocl-infer or libocl_infer changed during the run; the numbers "
+                     "mix two builds**")
+    lines += [
+        "",
+        "| model | ort median ms | ocl-infer median ms | ratio (ocl/ort) | -O0 median ms "
+        "| speed-up from optimizer | launches -O0 → -O1 "
+        "| peak act MiB / naive MiB / lower bound MiB (peak ÷ bound) "
+        "| first inference cold / warm ms (incl. plan) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    notes = []
+    for s in summaries:
+        e = s["errors"]
+        shown = set()
+        if "model" in e:
+            lines.append(f"| {s['model']} | {cell_error(e['model'])} |" + " |" * 7)
+            continue
+
+        def latency(key, error_key, check=None):
+            if s[key] is None and error_key in e:
+                return cell_error(e[error_key], shown)
+            wrong = check and s[check + "_ok"] is False
+            return fmt(s[key]) + (" **wrong output**" if wrong else "")
+
+        ort, ocl, ocl_O0 = latency("ort_ms", "ort"), latency("ocl_ms", "ocl", "check"), \
+            latency("ocl_O0_ms", "ocl_O0", "check_O0")
+
+        launches = "–"
+        if s["launches"] is not None or s["launches_O0"] is not None:
+            launches = f"{fmt(s['launches_O0'], 0)} → {fmt(s['launches'], 0)}"
+        elif "graph" in e:
+            launches = cell_error(e["graph"], shown)
+        memory = "–"
+        if s["peak_activation_bytes"] is not None:
+            memory = (f"{s['peak_activation_bytes'] / MIB:.1f} / "
+                      f"{fmt(mib(s['naive_activation_bytes']))} / "
+                      f"{fmt(mib(s['lower_bound_bytes']))} "
+                      f"({ratio(s['peak_activation_bytes'], s['lower_bound_bytes'])})")
+        elif "plan" in e:
+            memory = cell_error(e["plan"], shown)
+
+        def startup(key):
+            if s[key + "_first_ms"] is None:
+                return "failed" if key in e else "–"
+            return f"{s[key + '_first_ms']:.0f}"
+
+        first = f"{startup('cold')} / {startup('warm')}"
+        lines.append(
+            f"| {s['model']} | {ort} | {ocl} | {ratio(s['ocl_ms'], s['ort_ms'])} | {ocl_O0} "
+            f"| {ratio(s['ocl_O0_ms'], s['ocl_ms'])} | {launches} | {memory} | {first} |")
+        by_message = {}
+        for key, message in e.items():
+            by_message.setdefault(message, []).append(key)
+        for message, keys in by_message.items():
+            notes.append(f"- {s['model']} ({', '.join(keys)}): {message}")
+        for key, flag in (("check", "-O1"), ("check_O0", "-O0")):
+            if s[key + "_ok"] is False:
+                notes.append(f"- {s['model']}: ocl-infer {flag} output differs from onnxruntime "
+                             f"by {s[key]:.3g} (max |output| {s[key + '_scale']:.3g}); its "
+                             "latency is not meaningful")
+
+    lines += ["", "Details (ms unless noted; \"first\" includes \"plan\"):", "",
+              "| model | ort min | ocl-infer min | -O0 min | max abs error vs ort -O1 / -O0 "
+              "| nodes → optimized | weights MiB "
+              "| cold plan / first | only ocl-infer's cache cold: plan / first "
+              "| warm plan / first |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for s in summaries:
+        if "model" in s["errors"]:
+            continue
+        lines.append(
+            f"| {s['model']} | {fmt(s['ort_min_ms'])} | {fmt(s['ocl_min_ms'])} "
+            f"| {fmt(s['ocl_O0_min_ms'])} | {error_cell(s['check'])} / "
+            f"{error_cell(s['check_O0'])} | {fmt(s['nodes_before'], 0)} → "
+            f"{fmt(s['nodes_after'], 0)} | {fmt(mib(s['weight_bytes']))} "
+            f"| {fmt(s['cold_plan_ms'], 0)} / {fmt(s['cold_first_ms'], 0)} "
+            f"| {fmt(s['cold_driver_cached_plan_ms'], 0)} / "
+            f"{fmt(s['cold_driver_cached_first_ms'], 0)} "
+            f"| {fmt(s['warm_plan_ms'], 0)} / {fmt(s['warm_first_ms'], 0)} |")
+    if notes:
+        lines += ["", "Errors:", ""] + notes
+    return "\n".join(lines) + "\n"
+
+
+def build_stamp(binary: str) -> dict:
+    """Modification times of the CLI and the libocl_infer it loads from its own folder, so that a
+    rebuild in the middle of a run (the numbers would mix two builds) can be detected."""
+    folder = os.path.dirname(os.path.abspath(binary))
+    paths = [binary] + sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                              if f.startswith("libocl_infer.so")) if os.path.isdir(folder) else []
+    return {os.path.basename(p): os.stat(p).st_mtime for p in paths if os.path.exists(p)}
+
+
+def error_cell(value) -> str:
+    return "–" if value is None else f"{value:.1e}"
+
+
+def mib(value):
+    return None if value is None else value / MIB
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+",
+                        help="model names in --models-dir or .onnx paths (default: those of "
+                             f"{', '.join(DEFAULT_MODELS)} that exist)")
+    parser.add_argument("--models-dir", default=os.path.join(REPO_ROOT, "build", "models"),
+                        help="where model names are looked up (default build/models)")
+    parser.add_argument("--ocl-infer", default=os.path.join(REPO_ROOT, "build", "ocl-infer"),
+                        help="the CLI binary (default build/ocl-infer)")
+    parser.add_argument("--iterations", type=int, default=20,
+                        help="timed runs per round (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed runs per round (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--ort-threads", type=int, default=0,
+                        help="onnxruntime intra-op threads (default 0: its own default)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds per ocl-infer run (default 600)")
+    parser.add_argument("--out", help="also write the table to this .md file and the raw "
+                                      "measurements to the same name with .json")
+    args = parser.parse_args()
+    if args.iterations < 1 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--iterations and --rounds must be at least 1, --warmup at least 0")
+
+    import onnxruntime
+
+    if args.models:
+        models = [resolve_model(spec, args.models_dir) for spec in args.models]
+    else:
+        models = [resolve_model(name, args.models_dir) for name in DEFAULT_MODELS
+                  if os.path.exists(os.path.join(args.models_dir, name + ".onnx"))]
+        if not models:
+            sys.exit(f"benchmark: no models in {args.models_dir}; run models/make_all.sh "
+                     "(--extra for the bigger ones)")
+    if not os.access(args.ocl_infer, os.X_OK):
+        print(f"benchmark: {args.ocl_infer} is missing; only onnxruntime is measured",
+              file=sys.stderr)
+
+    cores = physical_cores()
+    meta = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "ocl_infer": os.path.relpath(args.ocl_infer),
+        "ort_version": onnxruntime.__version__,
+        "ort_threads": args.ort_threads or f"default (0 = one per physical core, {cores})",
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "physical_cores": cores,
+        "pocl_max_pthread_count": os.environ.get("POCL_MAX_PTHREAD_COUNT"),
+        "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "iterations": args.iterations, "warmup": args.warmup, "rounds": args.rounds,
+    }
+    stamp = build_stamp(args.ocl_infer)
+    meta["build_time"] = time.strftime("%Y-%m-%d %H:%M:%S",
+                                       time.localtime(max(stamp.values()))) if stamp else None
+    with tempfile.TemporaryDirectory(prefix="ocl-infer-bench-") as tmp_dir:
+        results = measure(args, models, tmp_dir)
+    meta["rebuilt_during_run"] = build_stamp(args.ocl_infer) != stamp
+    meta["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    meta["device"] = next((r["result"]["device"] for e in results for rd in e["rounds"]
+                           for r in [rd.get("ocl", {})] if "result" in r), None)
+    summaries = [summarize(entry) for entry in results]
+    table = render(summaries, meta)
+    print(table, end="", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table)
+        raw = os.path.splitext(args.out)[0] + ".json"
+        with open(raw, "w") as f:
+            json.dump({"meta": meta, "summary": summaries, "runs": results}, f, indent=1)
+        print(f"benchmark: wrote {args.out} and {raw}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
