@@ -78,6 +78,7 @@ void ProfileAccumulator::reset(const Plan& plan) {
   sum_us_.assign(plan.launches.size(), 0);
   inference_us_.clear();
   wall_us_.clear();
+  kernel_sum_us_.clear();
   const Graph& g = plan.graph;
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const Launch& l = plan.launches[i];
@@ -116,6 +117,7 @@ void ProfileAccumulator::add_run(const Plan& plan, const std::vector<cl_event>& 
   }
   cl_ulong first = events.empty() ? 0 : *std::min_element(start.begin(), start.end());
   cl_ulong last = events.empty() ? 0 : *std::max_element(end.begin(), end.end());
+  double run_sum = 0;
   for (size_t i = 0; i < events.size(); ++i) {
     auto& r = layers_[i];
     double us = (static_cast<double>(end[i]) - static_cast<double>(start[i])) / 1000.0;
@@ -125,6 +127,7 @@ void ProfileAccumulator::add_run(const Plan& plan, const std::vector<cl_event>& 
     else if (i > 0 && start[i] < end[i - 1] && end[i - 1] != 0)
       r.timestamp_problem = "overlaps the previous kernel on an in-order queue";
     us = std::max(us, 0.0);
+    run_sum += us;
     r.min_us = r.runs == 0 ? us : std::min(r.min_us, us);
     r.max_us = r.runs == 0 ? us : std::max(r.max_us, us);
     sum_us_[i] += us;
@@ -134,6 +137,7 @@ void ProfileAccumulator::add_run(const Plan& plan, const std::vector<cl_event>& 
   }
   inference_us_.push_back((static_cast<double>(last) - static_cast<double>(first)) / 1000.0);
   wall_us_.push_back(wall_us);
+  kernel_sum_us_.push_back(run_sum);
 }
 
 }  // namespace oi

@@ -27,11 +27,12 @@ class ProfileAccumulator {
   const std::vector<ocl_infer::LayerProfile>& layers() const { return layers_; }
   const std::vector<double>& inference_us() const { return inference_us_; }
   const std::vector<double>& wall_us() const { return wall_us_; }
+  const std::vector<double>& kernel_sum_us() const { return kernel_sum_us_; }
 
  private:
   std::vector<ocl_infer::LayerProfile> layers_;
   std::vector<double> sum_us_;
-  std::vector<double> inference_us_, wall_us_;
+  std::vector<double> inference_us_, wall_us_, kernel_sum_us_;
 };
 
 }  // namespace oi

@@ -203,6 +203,8 @@ std::vector<double> Session::profiled_inference_us() const { return impl_->profi
 
 std::vector<double> Session::profiled_wall_us() const { return impl_->profile.wall_us(); }
 
+std::vector<double> Session::profiled_kernel_sum_us() const { return impl_->profile.kernel_sum_us(); }
+
 std::string Session::dump(const std::string& what) const {
   if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
   if (what == "graph") return impl_->plan->dump_graph();

@@ -79,9 +79,8 @@ TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
   auto prof = s.profile();
   ASSERT_EQ(static_cast<int>(prof.size()), s.stats().kernel_launches);
   ASSERT_EQ(prof.size(), 4u);
-  double sum = 0, sum_min = 0;
+  double sum = 0;
   for (auto& l : prof) {
-    sum_min += l.min_us;
     EXPECT_EQ(l.runs, runs);
     EXPECT_GT(l.avg_us, 0);
     EXPECT_LE(l.min_us, l.avg_us);
@@ -90,15 +89,21 @@ TEST(Profiler, OneRecordPerLaunchAndTimesAddUp) {
   }
   auto whole = s.profiled_inference_us();
   ASSERT_EQ(whole.size(), static_cast<size_t>(runs));
-  // Other processes on a shared machine stretch the gaps between kernels; the fastest run shows
-  // how much of an inference the per-layer times account for.
-  double min_whole = *std::min_element(whole.begin(), whole.end());
-  EXPECT_NEAR(sum_min, min_whole, 0.10 * min_whole) << "per-layer sum " << sum_min << " us vs whole " << min_whole << " us";
-  EXPECT_LE(sum, 1.01 * std::accumulate(whole.begin(), whole.end(), 0.0) / runs);
+  // Each run's kernel times against that run's device time (first start to last end). Other
+  // processes on a shared machine can stretch the gaps between kernels of a run, so the median
+  // run is compared.
+  auto sums = s.profiled_kernel_sum_us();
+  ASSERT_EQ(sums.size(), whole.size());
+  std::vector<double> ratio;
+  for (size_t i = 0; i < sums.size(); ++i) ratio.push_back(sums[i] / whole[i]);
+  std::sort(ratio.begin(), ratio.end());
+  EXPECT_NEAR(ratio[ratio.size() / 2], 1.0, 0.10) << "median ratio of per-layer sum to whole inference";
+  EXPECT_LE(ratio.back(), 1.0 + 1e-9) << "kernels of one run cannot take longer than the run";
+  EXPECT_NEAR(sum, std::accumulate(sums.begin(), sums.end(), 0.0) / runs, 1e-6 * sum);
   EXPECT_EQ(prof[0].op_types[0], "Sigmoid");
   EXPECT_EQ(prof[3].node_names[0], "Add_4");
   EXPECT_EQ(prof[3].output_shape, shape);
-  EXPECT_DOUBLE_EQ(prof[1].flops, static_cast<double>(64 * 3 * 61 * 67));
+  EXPECT_DOUBLE_EQ(prof[1].flops, static_cast<double>(64 * 8 * 61 * 67));  // one multiply per element
 }
 
 TEST(Profiler, OffByDefault) {

@@ -203,6 +203,9 @@ class Session {
   // Device time of whole inferences (first kernel start to last kernel end), microseconds, one per
   // profiled run.
   std::vector<double> profiled_inference_us() const;
+  // Sum of the kernel times of each profiled run, microseconds (compare with
+  // profiled_inference_us(): the difference is the idle time between kernels).
+  std::vector<double> profiled_kernel_sum_us() const;
   // Wall-clock time of whole inferences (run() entry to return), microseconds, one per profiled run.
   std::vector<double> profiled_wall_us() const;
 
