@@ -208,18 +208,7 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\', r += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      r += b;
-    } else r += c;
-  }
-  return r;
-}
+using cli::json_escape;
 
 std::vector<std::string> read_labels(const std::string& path) {
   std::ifstream f(path);

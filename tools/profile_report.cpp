@@ -24,7 +24,9 @@ std::string dims(const std::vector<size_t>& v) {
   return r.empty() ? "auto" : r;
 }
 
-std::string esc(const std::string& s) {
+}  // namespace
+
+std::string json_escape(const std::string& s) {
   std::string r;
   for (char c : s) {
     if (c == '"' || c == '\\') r += '\\', r += c;
@@ -36,6 +38,10 @@ std::string esc(const std::string& s) {
   }
   return r;
 }
+
+namespace {
+
+std::string esc(const std::string& s) { return json_escape(s); }
 
 std::string html_esc(const std::string& s) {
   std::string r;

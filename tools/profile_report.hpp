@@ -19,6 +19,9 @@ struct ProfileSummary {
   double first_inference_ms = 0;
 };
 
+// `s` with JSON string escapes (quotes, backslashes, control characters).
+std::string json_escape(const std::string& s);
+
 // Fills the derived fields of `s` from the session's profile.
 ProfileSummary summarize(const ocl_infer::Session& session, const std::string& model, int iterations,
                          int warmup, double first_inference_ms);
