@@ -231,6 +231,16 @@ std::vector<CopyView> concat_views(OpContext& ctx) {
   return views;
 }
 
+// The buffer planner may have placed some inputs inside the output already (their producers wrote
+// into their slice); only the others are copied.
+void concat_build(OpContext& ctx) {
+  std::vector<CopyView> todo;
+  for (auto& v : concat_views(ctx))
+    if (!((ctx.node().inputs_in_place >> v.input) & 1u)) todo.push_back(v);
+  ctx.out_buf(0);  // the output exists even when every input is already in place
+  run_copies_device(ctx, todo);
+}
+
 // ---- Split ---------------------------------------------------------------------------------
 std::vector<int64_t> split_sizes(OpContext& ctx, int64_t* axis_out) {
   const Shape& in = ctx.in_shape(0);
@@ -682,7 +692,7 @@ void add_tensor_ops(std::vector<OpDef>& t) {
   t.push_back(
       {"Expand", 8, expand_infer, copies_host<expand_views>, copies_build<expand_views>, 0b10});
   t.push_back({"Tile", 6, tile_infer, copies_host<tile_views>, copies_build<tile_views>, 0b10});
-  t.push_back({"Concat", 1, concat_infer, copies_host<concat_views>, copies_build<concat_views>});
+  t.push_back({"Concat", 1, concat_infer, copies_host<concat_views>, concat_build});
   t.push_back({"Split", 2, split_infer, copies_host<split_views>, copies_build<split_views>});
   t.push_back(
       {"Split", 13, split_infer, copies_host<split_views>, copies_build<split_views>, 0b10});

@@ -48,6 +48,9 @@ struct Node {
   // means just itself.
   std::vector<std::pair<std::string, std::string>> covers;
   Epilogue epilogue;
+  // Bit k: input k already sits inside output 0 (the buffer planner placed it there, Concat
+  // elimination), so the node does not copy it.
+  uint64_t inputs_in_place = 0;
   bool removed = false;  // deleted by an optimizer pass; skipped everywhere
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }

@@ -16,6 +16,25 @@ size_t value_bytes(const Value& v) {
   return static_cast<size_t>(numel(v.shape)) * ocl_infer::dtype_size(v.dtype);
 }
 
+// The largest total of group bytes live at any one step.
+size_t lower_bound(const MemoryPlan& mp) {
+  std::vector<std::pair<int, long long>> ev;
+  for (auto& grp : mp.groups) {
+    if (grp.values.empty()) continue;
+    ev.push_back({grp.first, static_cast<long long>(grp.bytes)});
+    ev.push_back({grp.last == kEnd ? kEnd : grp.last + 1, -static_cast<long long>(grp.bytes)});
+  }
+  std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  long long cur = 0, best = 0;
+  for (auto& [t, d] : ev) {
+    cur += d;
+    best = std::max(best, cur);
+  }
+  return static_cast<size_t>(best);
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
@@ -100,33 +119,56 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
     }
   }
 
+  // Lower bound before Concat elimination: the liveness of the tensors themselves.
+  mp.lower_bound_bytes = lower_bound(mp);
+
+  // Concat elimination: an input that is its own storage group (not a view, not written in place,
+  // not pinned), dies at the Concat, and whose slice starts at an aligned offset joins the Concat output's group at
+  // that offset, so its producer writes straight into the concatenated tensor.
+  std::vector<size_t> offset_in_group(nv, 0);
+  for (size_t step = 0; step < device_nodes.size(); ++step) {
+    if (!traits[step].concat_blocks) continue;
+    const Node& n = g.nodes[device_nodes[step]];
+    const int o = n.outputs.empty() ? -1 : n.outputs[0];
+    if (!planned(o) || mp.group_of[o] < 0) continue;
+    size_t rel = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int v = n.inputs[k];
+      const size_t vb = v >= 0 ? value_bytes(g.values[v]) : 0;
+      ++mp.concat_inputs;
+      bool ok = planned(v) && g.values[v].producer >= 0 && !pinned[v] && mp.group_of[v] >= 0 &&
+                mp.groups[mp.group_of[v]].values.size() == 1 && rel % mp.alignment == 0 && vb > 0 &&
+                mp.group_of[v] != mp.group_of[o] &&
+                // Only inputs that die at the Concat: one read later (DenseNet reads each feature
+                // map in every later Concat of its block) would keep the whole output alive.
+                mp.groups[mp.group_of[v]].last <= static_cast<int>(step);
+      for (size_t j = 0; ok && j < n.inputs.size(); ++j) ok = j == k || n.inputs[j] != v;
+      if (ok) {
+        StorageGroup& from = mp.groups[mp.group_of[v]];
+        const int to = mp.group_of[o];
+        mp.groups[to].first = std::min(mp.groups[to].first, from.first);
+        mp.groups[to].last = std::max(mp.groups[to].last, from.last);
+        mp.groups[to].values.push_back(v);
+        from.values.clear();
+        from.bytes = 0;
+        mp.group_of[v] = to;
+        offset_in_group[v] = rel;
+        mp.concat_in_place.push_back({static_cast<int>(step), static_cast<int>(k)});
+      }
+      rel += vb;
+    }
+  }
+
   for (size_t v = 0; v < nv; ++v)
     if (mp.group_of[v] >= 0) {
       TensorSlot s;
+      s.offset_in_group = offset_in_group[v];
       s.value = static_cast<int>(v);
       s.group = mp.group_of[v];
       s.bytes = value_bytes(g.values[v]);
       mp.slots.push_back(s);
       mp.naive_bytes += align_up(std::max<size_t>(s.bytes, 1), mp.alignment);
     }
-
-  // Lower bound: the largest total of group bytes live at any one step.
-  {
-    std::vector<std::pair<int, long long>> ev;
-    for (auto& grp : mp.groups) {
-      ev.push_back({grp.first, static_cast<long long>(grp.bytes)});
-      ev.push_back({grp.last == kEnd ? kEnd : grp.last + 1, -static_cast<long long>(grp.bytes)});
-    }
-    std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second < b.second;
-    });
-    long long cur = 0, best = 0;
-    for (auto& [t, d] : ev) {
-      cur += d;
-      best = std::max(best, cur);
-    }
-    mp.lower_bound_bytes = static_cast<size_t>(best);
-  }
 
   // Best-fit placement, largest groups first: each goes into the smallest gap (among groups that
   // are live at the same time) that holds it.
@@ -139,6 +181,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   std::vector<int> placed;
   for (int gi : order) {
     StorageGroup& grp = mp.groups[gi];
+    if (grp.values.empty()) continue;  // merged into a Concat's group
     const size_t need = align_up(std::max<size_t>(grp.bytes, 1), mp.alignment);
     std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of time-overlapping groups
     for (int pj : placed) {
@@ -165,12 +208,19 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
 }
 
 std::string check_memory_plan(const MemoryPlan& mp) {
+  for (auto& s : mp.slots) {
+    const StorageGroup& grp = mp.groups[s.group];
+    if (s.offset_in_group + s.bytes > std::max<size_t>(grp.bytes, 1) || s.offset_in_group % mp.alignment)
+      return "tensor " + std::to_string(s.value) + " does not fit its group";
+  }
   for (size_t i = 0; i < mp.groups.size(); ++i) {
     const StorageGroup& a = mp.groups[i];
+    if (a.values.empty()) continue;
     if (a.offset % mp.alignment) return "group " + std::to_string(i) + " is misaligned";
     if (a.offset + a.bytes > mp.arena_bytes) return "group " + std::to_string(i) + " runs past the arena";
     for (size_t j = i + 1; j < mp.groups.size(); ++j) {
       const StorageGroup& b = mp.groups[j];
+      if (b.values.empty()) continue;
       bool time = a.first <= b.last && b.first <= a.last;
       bool space = a.offset < b.offset + std::max<size_t>(b.bytes, 1) &&
                    b.offset < a.offset + std::max<size_t>(a.bytes, 1);

@@ -18,10 +18,11 @@ struct TensorSlot {
   int value = -1;
   int group = -1;       // storage group (index into MemoryPlan::groups)
   size_t bytes = 0;     // this value's own size
+  size_t offset_in_group = 0;  // non-zero for a Concat input placed inside the Concat's output
 };
 
 struct StorageGroup {
-  std::vector<int> values;
+  std::vector<int> values;  // empty once merged into another group
   size_t bytes = 0;     // largest member
   size_t offset = 0;    // in the arena, aligned
   int first = 0, last = 0;  // steps (device node positions) during which the bytes are live
@@ -35,12 +36,18 @@ struct MemoryPlan {
   size_t naive_bytes = 0;           // every value in its own buffer
   size_t lower_bound_bytes = 0;     // largest total of group bytes live at one step
   size_t alignment = 1;
+  // Concat inputs placed inside the Concat's output: (step of the Concat node, input slot).
+  std::vector<std::pair<int, int>> concat_in_place;
+  int concat_inputs = 0;  // eligible-layout Concat inputs considered
 };
 
 // What the planner needs to know about a device node.
 struct PlanNodeTraits {
   bool view = false;     // output 0 shares input 0's bytes
   bool inplace = false;  // output 0 may overwrite input 0 or 1 when that input dies here
+  // A Concat whose inputs are contiguous blocks of its output (all dims before the axis are 1):
+  // producers may write straight into their slice.
+  bool concat_blocks = false;
 };
 
 // Plans the activations (non-constant values) read or written by `device_nodes` (node indices in

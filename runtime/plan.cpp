@@ -216,7 +216,16 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
       throw ocl_infer::UnsupportedError(describe_node(g, n) +
                                         ": can only be computed at plan time, but an input is not known then");
     defs.push_back(def);
-    traits.push_back({def->view, def->inplace});
+    PlanNodeTraits t{def->view, def->inplace, false};
+    if (n.op_type == "Concat" && n.domain.empty() && !n.outputs.empty() && n.outputs[0] >= 0) {
+      const Shape& os = g.values[n.outputs[0]].shape;
+      int64_t axis = n.attr_int("axis", 1);
+      if (axis < 0) axis += static_cast<int64_t>(os.size());
+      bool blocks = axis >= 0 && axis < static_cast<int64_t>(os.size());
+      for (int64_t d = 0; blocks && d < axis; ++d) blocks = os[d] == 1;
+      t.concat_blocks = blocks;
+    }
+    traits.push_back(t);
   }
 
   Builder builder(p, cl);
@@ -230,7 +239,12 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
       std::vector<BufferPtr> group_buf(mp.groups.size());
       for (size_t gi = 0; gi < mp.groups.size(); ++gi)
         group_buf[gi] = cl.sub_buffer(arena, mp.groups[gi].offset, std::max<size_t>(mp.groups[gi].bytes, 4));
-      for (auto& slot : mp.slots) p.buffers[slot.value] = group_buf[slot.group];
+      for (auto& slot : mp.slots)
+        p.buffers[slot.value] = slot.offset_in_group == 0
+                                    ? group_buf[slot.group]
+                                    : cl.sub_buffer(arena, mp.groups[slot.group].offset + slot.offset_in_group,
+                                                    std::max<size_t>(slot.bytes, 4));
+      for (auto& [step, slot] : mp.concat_in_place) g.nodes[device[step]].inputs_in_place |= uint64_t{1} << slot;
       p.activation_bytes = mp.arena_bytes;
       p.memory_planned = true;
       p.memory = std::move(mp);
@@ -390,7 +404,7 @@ std::string Plan::dump_plan() const {
     os << "tensors (arena offset, bytes, live steps):\n";
     for (auto& s : memory.slots) {
       const StorageGroup& grp = memory.groups[s.group];
-      os << "  " << g.values[s.value].name << " arena 0 offset " << grp.offset << " bytes " << s.bytes
+      os << "  " << g.values[s.value].name << " arena 0 offset " << grp.offset + s.offset_in_group << " bytes " << s.bytes
          << " live [" << grp.first << ", " << (grp.last > 1000000000 ? std::string("end") : std::to_string(grp.last))
          << "] group " << s.group << "\n";
     }
@@ -398,6 +412,8 @@ std::string Plan::dump_plan() const {
        << (memory.naive_bytes ? 100.0 * memory.arena_bytes / memory.naive_bytes : 0) << "% of naive; lower bound "
        << memory.lower_bound_bytes << ", " << (memory.lower_bound_bytes ? static_cast<double>(memory.arena_bytes) / memory.lower_bound_bytes : 0)
        << "x of it)\n";
+    os << "concat inputs written in place by their producers: " << memory.concat_in_place.size() << " of "
+       << memory.concat_inputs << "\n";
   } else {
     os << "memory planning off: every activation has its own buffer\n";
     os << "peak activation bytes: " << activation_bytes << "\n";
@@ -415,13 +431,14 @@ std::string Plan::dump_plan_json() const {
       const auto& s = memory.slots[i];
       const StorageGroup& grp = memory.groups[s.group];
       os << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_str(g.values[s.value].name)
-         << ", \"arena\": 0, \"offset\": " << grp.offset << ", \"bytes\": " << s.bytes << ", \"group\": " << s.group
+         << ", \"arena\": 0, \"offset\": " << grp.offset + s.offset_in_group << ", \"bytes\": " << s.bytes << ", \"group\": " << s.group
          << ", \"first_step\": " << grp.first << ", \"last_step\": " << (grp.last > 1000000000 ? -1 : grp.last) << "}";
     }
   os << "\n], \"memory_planned\": " << (memory_planned ? "true" : "false")
      << ", \"peak_activation_bytes\": " << (memory_planned ? memory.arena_bytes : activation_bytes)
      << ", \"naive_activation_bytes\": " << (memory_planned ? memory.naive_bytes : activation_bytes)
      << ", \"lower_bound_bytes\": " << (memory_planned ? memory.lower_bound_bytes : 0)
+     << ", \"concat_inputs_in_place\": " << memory.concat_in_place.size()
      << ", \"scratch_bytes\": " << scratch_bytes << ", \"weight_bytes\": " << weight_bytes
      << ", \"kernel_launches\": " << launches.size() << "}\n";
   return os.str();

@@ -204,4 +204,23 @@ TEST(Planner, BitIdenticalWithAndWithoutMemoryPlanning) {
   }
 }
 
+TEST(Planner, ConcatInputsAreWrittenInPlace) {
+  // A SqueezeNet fire module: two convs whose outputs only feed the Concat.
+  std::mt19937 rng(10);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 8, 12, 12}).output("y");
+  m.initializer("w1", conv_weight(rng, 32, 8, 1)).initializer("w3", conv_weight(rng, 32, 8, 3));
+  m.node("Conv", {"x", "w1"}, {"a"});
+  m.node("Relu", {"a"}, {"ar"});
+  attr_ints(m.node("Conv", {"x", "w3"}, {"b"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"b"}, {"br"});
+  attr_i(m.node("Concat", {"ar", "br"}, {"c"}), "axis", 1);
+  m.node("Sigmoid", {"c"}, {"y"});
+  std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 8, 12, 12}, rng)}};
+  Result planned = run(m, feeds, 1, true), unplanned = run(m, feeds, 1, false), ref = run(m, feeds, 0, false);
+  EXPECT_NE(planned.plan_json.find("\"concat_inputs_in_place\": 2"), std::string::npos) << planned.plan_json;
+  EXPECT_EQ(planned.out.at("y").bytes, unplanned.out.at("y").bytes);
+  EXPECT_LE(rel_error(planned.out.at("y"), ref.out.at("y")), 1e-5);
+}
+
 }  // namespace
