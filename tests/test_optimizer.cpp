@@ -182,6 +182,18 @@ TEST(Optimizer, FusesResidualAddThenActivation) {
   EXPECT_EQ(r.ops, (std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu"}));
 }
 
+TEST(Optimizer, MatMulBiasAndActivationBecomeOneGemm) {
+  std::mt19937 rng(11);
+  ModelBuilder m(13);
+  m.input("a", DType::Float32, {7, 13}).output("y");
+  m.initializer("b", random_tensor({13, 5}, rng)).initializer("bias", random_tensor({5}, rng));
+  m.node("MatMul", {"a", "b"}, {"x"});
+  m.node("Add", {"x", "bias"}, {"z"});
+  m.node("Relu", {"z"}, {"y"});
+  auto r = check_same(m, {{"a", random_tensor({7, 13}, rng)}});
+  EXPECT_EQ(r.ops, std::vector<std::string>{"MatMul+Add+Relu"});
+}
+
 TEST(Planner, BitIdenticalWithAndWithoutMemoryPlanning) {
   std::mt19937 rng(9);
   ModelBuilder m(13);

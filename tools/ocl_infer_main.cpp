@@ -47,8 +47,8 @@ options:
   --dump graph|plan     print a pipeline stage after planning (with --json: as JSON)
   -O0                   run without the graph optimizer
   --disable-pass NAME   skip one optimizer pass (remove_identity, dedupe_constants,
-                        cancel_transposes, fold_pad, fold_batchnorm, fuse_residual,
-                        fuse_activation); repeatable
+                        cancel_transposes, fold_pad, fold_batchnorm, fuse_matmul_bias,
+                        fuse_residual, fuse_activation); repeatable
   --no-memory-plan      give every activation its own buffer instead of one planned arena
 
 profiling and benchmarking (inputs: --input files, the first image, or random data):
