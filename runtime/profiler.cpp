@@ -134,6 +134,7 @@ void ProfileAccumulator::add_run(const Plan& plan, const std::vector<cl_event>& 
     r.runs++;
     r.avg_us = sum_us_[i] / r.runs;
     r.start_us = (static_cast<double>(start[i]) - static_cast<double>(first)) / 1000.0;
+    r.last_us = us;
   }
   inference_us_.push_back((static_cast<double>(last) - static_cast<double>(first)) / 1000.0);
   wall_us_.push_back(wall_us);

@@ -75,6 +75,14 @@ std::string json_ints(const std::vector<T>& v) {
   return r + "]";
 }
 
+// "first_node (+3 fused)" for labels; the first covered node names a fused kernel best.
+std::string short_name(const LayerProfile& l) {
+  std::string name = l.node_names.empty() ? "?" : l.node_names[0];
+  if (name.size() > 40) name = "..." + name.substr(name.size() - 37);
+  if (l.node_names.size() > 1) name += " (+" + std::to_string(l.node_names.size() - 1) + " fused)";
+  return name;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -205,8 +213,8 @@ std::string profile_trace(const std::vector<LayerProfile>& layers, const Profile
   os << "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"in-order queue\"}}";
   for (auto& l : layers)
     os << ",\n  {\"name\": \"" << esc(join(l.node_names, "+")) << "\", \"cat\": \"" << esc(join(l.op_types, "+"))
-       << "\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " << num(l.start_us) << ", \"dur\": " << num(l.avg_us)
-       << ", \"args\": {\"kernel\": \"" << esc(l.kernel) << "\", \"output_shape\": \""
+       << "\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " << num(l.start_us) << ", \"dur\": " << num(l.last_us)
+       << ", \"args\": {\"kernel\": \"" << esc(l.kernel) << "\", \"avg_us\": " << num(l.avg_us) << ", \"output_shape\": \""
        << ocl_infer::shape_to_string(l.output_shape) << "\", \"min_us\": " << num(l.min_us)
        << ", \"flops\": " << num(l.flops, 0) << ", \"bytes\": " << num(l.bytes, 0) << "}}";
   os << "\n]}\n";
@@ -233,7 +241,8 @@ std::string profile_html(const std::vector<LayerProfile>& layers, const ProfileS
         "h1{font-size:20px}h2{font-size:16px;margin-top:28px}table{border-collapse:collapse;font-size:13px}"
         "td,th{padding:3px 8px;text-align:right;border-bottom:1px solid #ddd}td.l,th.l{text-align:left}"
         ".k{color:#666;font-size:12px}.legend span{display:inline-block;margin-right:14px;font-size:13px}"
-        ".sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:middle}</style>"
+        ".sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:middle}"
+        "td.n{max-width:420px;overflow-wrap:anywhere}.f{color:#777;font-size:11px}</style>"
         "</head><body>\n";
   os << "<h1>ocl-infer profile: " << html_esc(s.model) << "</h1>\n";
   os << "<p>Device <b>" << html_esc(s.device) << "</b>; " << s.iterations << " iterations after " << s.warmup
@@ -256,12 +265,11 @@ std::string profile_html(const std::vector<LayerProfile>& layers, const ProfileS
   }
   os << "</svg>\n";
   os << "<h2>Slowest " << top.size() << " kernels (average time per inference)</h2>\n";
-  const int bar_h = 18, label_w = 330, chart_w = 560;
+  const int bar_h = 18, label_w = 380, chart_w = 520;
   os << "<svg width=\"" << label_w + chart_w + 140 << "\" height=\"" << top.size() * (bar_h + 4) + 4 << "\" role=\"img\">";
   for (size_t i = 0; i < top.size(); ++i) {
     auto* l = top[i];
-    std::string name = join(l->node_names, "+");
-    if (name.size() > 44) name = name.substr(0, 41) + "...";
+    std::string name = short_name(*l);
     double w = chart_w * l->avg_us / maxv;
     int y = static_cast<int>(i) * (bar_h + 4) + 2;
     std::string op = join(l->op_types, "+");
@@ -272,23 +280,27 @@ std::string profile_html(const std::vector<LayerProfile>& layers, const ProfileS
        << "\" font-size=\"12\">" << num(l->avg_us / 1000) << " ms (" << num(100 * l->avg_us / total, 1) << " %)</text>";
   }
   os << "</svg>\n";
-  // Timeline of one inference.
+  // Timeline of the last inference: real start offsets and durations, so idle gaps between
+  // kernels show as they happened.
   double span = 1e-9;
-  for (auto& l : layers) span = std::max(span, l.start_us + l.avg_us);
-  os << "<h2>Timeline of one inference (" << num(span / 1000) << " ms; hover for names)</h2>\n";
+  for (auto& l : layers) span = std::max(span, l.start_us + l.last_us);
+  os << "<h2>Timeline of the last inference (" << num(span / 1000)
+     << " ms; gaps are time the device sat idle between kernels; hover for names)</h2>\n";
   os << "<svg width=\"1000\" height=\"46\" role=\"img\"><rect x=\"0\" y=\"4\" width=\"1000\" height=\"24\" fill=\"#f4f4f4\"/>";
   for (auto& l : layers) {
     std::string op = join(l.op_types, "+");
-    os << "<rect x=\"" << num(1000 * l.start_us / span, 2) << "\" y=\"4\" width=\"" << num(std::max(1000 * l.avg_us / span, 0.5), 2)
+    os << "<rect x=\"" << num(1000 * l.start_us / span, 2) << "\" y=\"4\" width=\"" << num(std::max(1000 * l.last_us / span, 0.5), 2)
        << "\" height=\"24\" fill=\"" << color[op] << "\"><title>#" << l.index << " " << html_esc(join(l.node_names, "+"))
-       << " (" << html_esc(op) << ") " << num(l.avg_us / 1000) << " ms</title></rect>";
+       << " (" << html_esc(op) << ") " << num(l.last_us / 1000) << " ms</title></rect>";
   }
   os << "<text x=\"0\" y=\"42\" font-size=\"11\">0 ms</text><text x=\"1000\" y=\"42\" font-size=\"11\" text-anchor=\"end\">"
      << num(span / 1000) << " ms</text></svg>\n";
   os << "<h2>All kernels in execution order</h2>\n<table><tr><th>#</th><th class=\"l\">node</th><th class=\"l\">op</th>"
         "<th class=\"l\">output</th><th class=\"l\">kernel</th><th>avg ms</th><th>min ms</th><th>%</th><th>GFLOP/s</th><th>GB/s</th></tr>\n";
   for (auto& l : layers) {
-    os << "<tr><td>" << l.index << "</td><td class=\"l\">" << html_esc(join(l.node_names, "+")) << "</td><td class=\"l\">"
+    std::vector<std::string> rest(l.node_names.begin() + std::min<size_t>(1, l.node_names.size()), l.node_names.end());
+    os << "<tr><td>" << l.index << "</td><td class=\"l n\">" << html_esc(l.node_names.empty() ? "" : l.node_names[0])
+       << (rest.empty() ? "" : "<br><span class=\"f\">+ " + html_esc(join(rest, ", ")) + "</span>") << "</td><td class=\"l\">"
        << html_esc(join(l.op_types, "+")) << "</td><td class=\"l\">" << ocl_infer::shape_to_string(l.output_shape)
        << "</td><td class=\"l k\">" << html_esc(l.kernel) << "</td><td>" << num(l.avg_us / 1000) << "</td><td>"
        << num(l.min_us / 1000) << "</td><td>" << num(100 * l.avg_us / total, 1) << "</td><td>"

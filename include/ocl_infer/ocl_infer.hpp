@@ -163,6 +163,7 @@ struct LayerProfile {
   int runs = 0;                         // inferences aggregated
   double avg_us = 0, min_us = 0, max_us = 0;
   double start_us = 0;                  // offset of the last run's start from that run's first kernel
+  double last_us = 0;                   // duration in the last run (with start_us: its timeline)
   double flops = 0;                     // floating-point operations per launch (0 if not counted)
   double bytes = 0;                     // bytes read + written per launch (estimate from tensor sizes)
   // Event timestamps the driver returned that cannot be right (zero or negative durations, or a
