@@ -16,16 +16,59 @@ typedef float acc_t;
 #endif
 
 // p: in D,H,W | out D,H,W | kernel | strides | dilations | pads begin | pads end (18..20)
+// Window extents, strides and dilations are build options when known (-DWIN_KH=3 ...), so the
+// window loops unroll; otherwise they come from the parameter array.
+#ifndef WIN_KD
+#define WIN_KD p[6]
+#define WIN_KH p[7]
+#define WIN_KW p[8]
+#define WIN_SD p[9]
+#define WIN_SH p[10]
+#define WIN_SW p[11]
+#define WIN_DD p[12]
+#define WIN_DH p[13]
+#define WIN_DW p[14]
+#endif
+
 __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
                            __global long* restrict indices, __global const int* restrict p) {
   const int D = p[0], H = p[1], W = p[2], OD = p[3], OH = p[4], OW = p[5];
   const int ow = get_global_id(0), odh = get_global_id(1), nc = get_global_id(2);
   if (ow >= OW || odh >= OD * OH) return;
   const int od = odh / OH, oh = odh % OH;
-  const int d0 = od * p[9] - p[15], h0 = oh * p[10] - p[16], w0 = ow * p[11] - p[17];
+  const int d0 = od * WIN_SD - p[15], h0 = oh * WIN_SH - p[16], w0 = ow * WIN_SW - p[17];
   const long plane = (long)D * H * W;
   const __global T* x = X + nc * plane;
 
+#if defined(POOL_MAX) && !defined(HAS_INDICES) && defined(WIN_KH)
+  // Branch-free window: clamped loads and selects let PoCL vectorize across the work-items of a
+  // row (the branchy loop below runs scalar, ~10x slower on the CPU device).
+  {
+  T best = T_LOWEST;
+  bool any = false;
+  for (int kd = 0; kd < WIN_KD; ++kd) {
+    const int id = d0 + kd * WIN_DD;
+    const bool okd = id >= 0 && id < D;
+    const int idc = clamp(id, 0, D - 1);
+#pragma unroll
+    for (int kh = 0; kh < WIN_KH; ++kh) {
+      const int ih = h0 + kh * WIN_DH;
+      const bool okh = okd && ih >= 0 && ih < H;
+      const int ihc = clamp(ih, 0, H - 1);
+#pragma unroll
+      for (int kw = 0; kw < WIN_KW; ++kw) {
+        const int iw = w0 + kw * WIN_DW;
+        const bool ok = okh && iw >= 0 && iw < W;
+        const T v = x[((long)idc * H + ihc) * W + clamp(iw, 0, W - 1)];
+        best = ok && (v > best || !any) ? v : best;
+        any |= ok;
+      }
+    }
+  }
+  Y[(long)nc * OD * OH * OW + (long)odh * OW + ow] = best;
+  return;
+  }
+#endif
 #if defined(POOL_MAX)
   T best = T_LOWEST;
   long best_at = -1;
@@ -33,14 +76,15 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
   acc_t sum = 0;
   int valid = 0;
 #endif
-  for (int kd = 0; kd < p[6]; ++kd) {
-    const int id = d0 + kd * p[12];
+  for (int kd = 0; kd < WIN_KD; ++kd) {
+    const int id = d0 + kd * WIN_DD;
     if (id < 0 || id >= D) continue;
-    for (int kh = 0; kh < p[7]; ++kh) {
-      const int ih = h0 + kh * p[13];
+    for (int kh = 0; kh < WIN_KH; ++kh) {
+      const int ih = h0 + kh * WIN_DH;
       if (ih < 0 || ih >= H) continue;
-      for (int kw = 0; kw < p[8]; ++kw) {
-        const int iw = w0 + kw * p[14];
+#pragma unroll
+      for (int kw = 0; kw < WIN_KW; ++kw) {
+        const int iw = w0 + kw * WIN_DW;
         if (iw < 0 || iw >= W) continue;
         const T v = x[((long)id * H + ih) * W + iw];
 #if defined(POOL_MAX)

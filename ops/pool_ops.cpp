@@ -107,10 +107,21 @@ void pool_build(OpContext& ctx) {
   const Shape& x = ctx.in_shape(0);
   cl_mem y = ctx.out_buf(0);
   cl_mem idx = ctx.has_output(1) ? ctx.out_buf(1) : y;
+  // Small windows become compile-time constants so the loops unroll (global pools keep the
+  // runtime loop: their window is the whole plane).
+  static const char* names[] = {"KD", "KH", "KW", "SD", "SH", "SW", "DD", "DH", "DW"};
+  if (p[6] * p[7] * p[8] <= 64)
+    for (int i = 0; i < 9; ++i) opts += std::string(" -DWIN_") + names[i] + "=" + std::to_string(p[6 + i]);
+  // A row of outputs per work-group: PoCL runs it as one vectorizable loop instead of paying its
+  // per-work-group cost for every output.
+  const size_t ow = static_cast<size_t>(out3[2]);
+  const size_t local_w = ow >= 32 ? 32 : ow >= 16 ? 16 : ow >= 8 ? 8 : 1;
+  const size_t rows = static_cast<size_t>(out3[0] * out3[1]);
+  const size_t local_h = local_w == 1 ? 1 : rows >= 8 ? 8 : 1;
   ctx.launch("pool", "pool_generic", opts,
-             {static_cast<size_t>(out3[2]), static_cast<size_t>(out3[0] * out3[1]),
+             {(ow + local_w - 1) / local_w * local_w, (rows + local_h - 1) / local_h * local_h,
               static_cast<size_t>(x[0] * x[1])},
-             {}, ctx.in_buf(0), y, idx, ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
+             {local_w, local_h, 1}, ctx.in_buf(0), y, idx, ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
 }
 
 }  // namespace
