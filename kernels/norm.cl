@@ -30,24 +30,35 @@ typedef ulong index_t;
 #define CHANNEL_OF(i, block, channels) \
   ((long)(((index_t)(i) / (index_t)(block)) % (index_t)(channels)))
 
+#include "epilogue.cl"
+
+// The fused epilogue (an activation / residual add the optimizer moved into this node, e.g. the
+// Relu after a BatchNormalization that follows a Concat in DenseNet).
+#ifdef HAS_RESIDUAL
+#define BN_STORE(i, v) y[i] = epilogue_act((v) + residual[i])
+#else
+#define BN_STORE(i, v) y[i] = epilogue_act(v)
+#endif
+
 // Per-channel y = x * a[c] + b[c]: BatchNormalization with a and b folded on the host. The input
 // is viewed as [.., channels, block].
 __kernel void bn_scale_shift(__global const T* x, __global T* y, __global const T* a,
-                             __global const T* b, long n, long block, long channels) {
+                             __global const T* b, long n, long block, long channels,
+                             __global const T* residual) {
   long i = get_global_id(0);
   if (i >= n) return;
   long c = CHANNEL_OF(i, block, channels);
-  y[i] = x[i] * a[c] + b[c];
+  BN_STORE(i, x[i] * a[c] + b[c]);
 }
 
 // BatchNormalization whose parameters are only known at run time.
 __kernel void bn_generic(__global const T* x, __global const T* scale, __global const T* bias,
                          __global const T* mean, __global const T* var, __global T* y, long n,
-                         long block, long channels, float eps) {
+                         long block, long channels, float eps, __global const T* residual) {
   long i = get_global_id(0);
   if (i >= n) return;
   long c = CHANNEL_OF(i, block, channels);
-  y[i] = (x[i] - mean[c]) / sqrt(var[c] + (T)eps) * scale[c] + bias[c];
+  BN_STORE(i, (x[i] - mean[c]) / sqrt(var[c] + (T)eps) * scale[c] + bias[c]);
 }
 
 // y = x / (bias + alpha / size * sum of x^2 over the channel window) ^ beta, for x viewed as

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/elementwise.hpp"
+#include "ops/epilogue.hpp"
 #include "ops/host_math.hpp"
 #include "ops/reduce_ops.hpp"
 
@@ -86,7 +87,9 @@ void bn_build(OpContext& ctx) {
   const BnGeom g = bn_geom(ctx);
   const int64_t n = numel(ctx.in_shape(0));
   const double eps = ctx.node().attr_float("epsilon", 1e-5f);
-  const std::string opts = float_type_defines(ctx, t) + index_defines(n);
+  const Epilogue& epi = ctx.node().epilogue;
+  const std::string opts = float_type_defines(ctx, t) + index_defines(n) + epilogue_defines(epi);
+  cl_mem residual = epi.residual >= 0 ? ctx.dev().buffer_of(epi.residual) : ctx.out_buf(0);
   const size_t local = 64;
   const std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (ctx.is_const(1) && ctx.is_const(2) && ctx.is_const(3) && ctx.is_const(4)) {
@@ -102,7 +105,7 @@ void bn_build(OpContext& ctx) {
     cl_mem am = ctx.dev().params(a.bytes.data(), a.bytes.size());
     cl_mem bm = ctx.dev().params(b.bytes.data(), b.bytes.size());
     ctx.launch("norm", "bn_scale_shift", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), am,
-               bm, n, g.block, g.channels);
+               bm, n, g.block, g.channels, residual);
     return;
   }
   for (int k = 1; k < 5; ++k)
@@ -110,7 +113,7 @@ void bn_build(OpContext& ctx) {
       ctx.unsupported("run-time parameters of another type than X are not supported");
   ctx.launch("norm", "bn_generic", opts, global, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.in_buf(2), ctx.in_buf(3), ctx.in_buf(4), ctx.out_buf(0), n, g.block, g.channels,
-             static_cast<float>(eps));
+             static_cast<float>(eps), residual);
 }
 
 // ---- row normalizations: LayerNormalization, InstanceNormalization, MVN ------------------
@@ -334,7 +337,11 @@ void add_norm_ops(std::vector<OpDef>& t) {
   };
   // BatchNormalization: 6 (is_test, spatial), 7 (spatial), 9 (always spatial), 14
   // (training_mode), 15 (separate types for the statistics).
-  for (int v : {6, 7, 9, 14, 15}) row("BatchNormalization", v, bn_infer, bn_build, true);
+  // A standalone BatchNormalization (no foldable producer) takes the activation after it.
+  for (int v : {6, 7, 9, 14, 15}) {
+    row("BatchNormalization", v, bn_infer, bn_build, true);
+    t.back().epilogue = true;
+  }
   for (int v : {1, 6}) row("InstanceNormalization", v, instnorm_infer, instnorm_build, true);
   row("LayerNormalization", 17, ln_infer, ln_build, false);
   for (int v : {9, 13}) row("MeanVarianceNormalization", v, mvn_infer, mvn_build, true);

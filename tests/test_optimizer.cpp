@@ -94,9 +94,11 @@ TEST(Optimizer, BatchNormWithoutFoldableProducerStays) {
   m.initializer("gamma", random_tensor({5}, rng, 0.5f, 1.5f)).initializer("beta", random_tensor({5}, rng));
   m.initializer("mean", random_tensor({5}, rng)).initializer("var", random_tensor({5}, rng, 0.5f, 2.f));
   attr_i(m.node("Concat", {"x", "z"}, {"c"}), "axis", 1);
-  m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"});
+  m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"});
+  m.node("Relu", {"n"}, {"y"});
   auto r = check_same(m, {{"x", random_tensor({1, 2, 5, 5}, rng)}, {"z", random_tensor({1, 3, 5, 5}, rng)}});
-  EXPECT_EQ(r.ops, (std::vector<std::string>{"Concat", "BatchNormalization"}));
+  // A scale-and-shift kernel that applies the Relu too (DenseNet's pattern).
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"Concat", "BatchNormalization+Relu"}));
 }
 
 TEST(Optimizer, FoldsZeroPadIntoConv) {
