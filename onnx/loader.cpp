@@ -99,7 +99,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir)
     if (raw->size() != want)
       throw bad("raw data holds " + std::to_string(raw->size()) + " bytes but dims " +
                 ocl_infer::shape_to_string(t.shape) + " need " + std::to_string(want));
-    std::memcpy(t.bytes.data(), raw->data(), want);  // little-endian host, as ONNX specifies
+    if (want) std::memcpy(t.bytes.data(), raw->data(), want);  // little-endian host, as ONNX specifies
     return t;
   }
   auto check = [&](int got) {
