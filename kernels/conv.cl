@@ -9,14 +9,21 @@
 // are all inside the image read memory directly; the others first copy the row segment they need
 // into registers with zeros for the padding.
 //
-// conv_f32_depthwise: one input channel per group; a work-item computes one output row of one
-// channel, OWB pixels (a vector) at a time, weights read directly as [C_out][1][KH][KW].
+// conv_f32_pointwise: 1x1 convs (stride 1, no padding), the same packed weights, but vectors
+// along the pixels, so that outputs are stored as whole vectors.
 //
-// Both end with the node's fused epilogue: y = act(conv + bias + residual) (see epilogue.cl).
+// conv_f32_depthwise: one input channel per group; a work-item computes a band of output rows of
+// one or more channels, 8 pixels per vector, with the row geometry compiled in; weights read
+// directly as [C_out][1][KH][KW].
+//
+// All end with the node's fused epilogue: y = act(conv + bias + residual) (see epilogue.cl).
 //
 // Build options:
 //   -DOCB=4|8|16 -DOWB=n                 packed kernel and its weight packing, register block
+//   -DOCB=4|8 -DPOINTWISE -DPXB=8|16 -DPXV=n   pointwise kernel: OCB channels x PXV vectors of
+//                                        PXB pixels (and the weight packing)
 //   -DDEPTHWISE -DOWB=4|8|16             depthwise kernel, pixels per vector
+//   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
 //   -DHAS_BIAS                           add bias[output channel]
 //   epilogue.cl's options                fused activation / residual
@@ -31,6 +38,7 @@
 #define WLOAD CAT(vload, OCB)
 #define WSTORE CAT(vstore, OCB)
 
+#ifndef POINTWISE
 // Input columns one work-item reads from a row: OWB pixels, KW taps.
 #define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
 
@@ -128,6 +136,94 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
     }
   }
 }
+#endif  // !POINTWISE
+
+#ifdef POINTWISE
+#define xvec CAT(float, PXB)
+#define XLOAD CAT(vload, PXB)
+#define XSTORE CAT(vstore, PXB)
+#define PIX (PXB * PXV)
+
+// epilogue_act on a vector (see epilogue_vec in the depthwise part).
+inline xvec pointwise_act(xvec v) {
+#if defined(ACT_RELU)
+  return fmax(v, 0.0f);
+#elif defined(ACT_CLIP)
+  return fmin(fmax(v, ACT_ALPHA), ACT_BETA);
+#else
+  float t[PXB];
+  XSTORE(v, 0, t);
+#pragma unroll
+  for (int q = 0; q < PXB; ++q) t[q] = epilogue_act(t[q]);
+  return XLOAD(0, t);
+#endif
+}
+
+// conv_f32_pointwise: a 1x1 conv (stride 1, no padding) over P = D*H*W pixels, with the roles
+// of conv_f32_packed's register block swapped: a work-item computes OCB output channels x PIX
+// pixels, as OCB x PXV vectors along the pixels, each step broadcasting one packed weight
+// against a vector of input pixels. Outputs then leave as whole vectors: with few input
+// channels (expansion layers), conv_f32_packed's lane-by-lane stores of channel vectors cost
+// more than its FMAs. Needs P >= PIX: the last pixel block is moved left to end at P (it
+// overlaps its neighbour; Y never aliases X or residual).
+// Global: (oc_blocks, ceil(P / PIX), N*G); X [N][G*C_g][P], Y [N][G*M_g][P], weights packed as
+// for conv_f32_packed.
+__kernel void conv_f32_pointwise(__global const float* restrict X,
+                                 __global const float* restrict Wp,
+                                 __global const float* restrict bias,
+                                 __global const float* restrict residual,
+                                 __global float* restrict Y, int C_g, int P, int M_g, int G,
+                                 int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int p0 = min((int)get_global_id(1) * PIX, P - PIX);
+  const int ng = get_global_id(2);
+  if (ob >= oc_blocks) return;
+  const int g = ng % G, n = ng / G;
+  const int oc0 = ob * OCB;
+  X += ((long)n * G + g) * C_g * P + p0;
+  Wp += ((long)g * oc_blocks + ob) * C_g * OCB;
+
+  xvec acc[OCB][PXV];
+#pragma unroll
+  for (int c = 0; c < OCB; ++c) {
+#ifdef HAS_BIAS
+    const float b = oc0 + c < M_g ? bias[g * M_g + oc0 + c] : 0.0f;
+#else
+    const float b = 0.0f;
+#endif
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) acc[c][v] = (xvec)b;
+  }
+  for (int k = 0; k < C_g; ++k) {
+    xvec x[PXV];
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) x[v] = XLOAD(0, X + (long)k * P + v * PXB);
+#pragma unroll
+    for (int c = 0; c < OCB; ++c) {
+      const float w = Wp[k * OCB + c];
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) acc[c][v] = fma((xvec)w, x[v], acc[c][v]);
+    }
+  }
+
+  const long y0 = (((long)n * G + g) * M_g + oc0) * P + p0;
+  const int channels = min(OCB, M_g - oc0);
+#pragma unroll
+  for (int c = 0; c < OCB; ++c) {
+    if (c < channels) {
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) {
+        const long o = y0 + (long)c * P + v * PXB;
+        xvec r = acc[c][v];
+#ifdef HAS_RESIDUAL
+        r += XLOAD(0, residual + o);
+#endif
+        XSTORE(pointwise_act(r), 0, Y + o);
+      }
+    }
+  }
+}
+#endif  // POINTWISE
 
 // Packs W [G*M_g][C_g*KD*KH*KW] into the layout of conv_f32_packed, at run time (for weights that
 // are not constants). Global: (G*oc_blocks*OCB, K).
@@ -143,83 +239,218 @@ __kernel void conv_f32_pack_weights(__global const float* restrict Wt, __global 
 #endif  // OCB
 
 // ---- depthwise -------------------------------------------------------------------------------
+// Why it looks like this (PoCL on a CPU): a work-group is one call of a compiled loop over its
+// work-items with a fixed cost (~16 ns measured), and vectorising across work-items with border
+// conditions gave ~6 GFLOP/s. So a work-item does a lot of explicit vector work: a band of output
+// rows of one or more channels, OWB pixels per vector. The row geometry (IN_W, OUT_W, PAD_W) is
+// compiled in: every vector's column range is then a constant, so interior vectors are plain
+// unaligned loads and border vectors get constant blend masks; the same code with runtime border
+// tests ran up to 2x slower on 14x14 planes.
+//
+// Border vectors read a few floats before or after their row (into the neighbouring row or
+// plane) and zero those lanes with the mask. Only the first and last planes of X could read
+// outside the buffer; they take a path that loads lane by lane.
 #ifdef DEPTHWISE
 #define pvec CAT(float, OWB)
+#define ivec CAT(int, OWB)
 #define PLOAD CAT(vload, OWB)
 #define PSTORE CAT(vstore, OWB)
+#if OWB == 4
+#define LANES ((ivec)(0, 1, 2, 3))
+#elif OWB == 8
+#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif OWB == 16
+#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#endif
+// Vectors per output row; with OW >= OWB the last one is moved left to end at OW (it overlaps
+// its neighbour, which is cheaper than a partial store).
+#define NBLK ((OUT_W + OWB - 1) / OWB)
+#define BLOCK_START(j) (OUT_W >= OWB ? min((j) * OWB, OUT_W - OWB) : 0)
+// Floats the vector loads may reach past the end of a row (lanes that are masked off).
+#define LAST_COLUMN_READ (BLOCK_START(NBLK - 1) * SW + (KW - 1) * DW - PAD_W + OWB * SW - 1)
+#define OVERREAD (LAST_COLUMN_READ >= IN_W ? LAST_COLUMN_READ - IN_W + 1 : 0)
 
-// One OWB-pixel block of an output row; `checked` is a literal (see conv_row).
-__attribute__((always_inline)) inline pvec dw_block(const __global float* restrict X,
-                                                    const float* w, float b, int ih0, int iw0,
-                                                    int H, int W, const bool checked) {
-  pvec acc = (pvec)b;
+// epilogue_act on a vector: Relu and Clip as whole-vector ops (lane by lane, the compiler splits
+// the vector into 128-bit pieces); any other activation lane by lane.
+inline pvec epilogue_vec(pvec v) {
+#if defined(ACT_RELU)
+  return fmax(v, 0.0f);
+#elif defined(ACT_CLIP)
+  return fmin(fmax(v, ACT_ALPHA), ACT_BETA);
+#else
+  float t[OWB];
+  PSTORE(v, 0, t);
 #pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-    const int ih = ih0 + kh * DH;
-    if (ih < 0 || ih >= H) continue;
-    const __global float* xr = X + (long)ih * W;
-#pragma unroll
-    for (int kw = 0; kw < KW; ++kw) {
-      pvec x;
-      if (SW == 1 && !checked) {
-        x = PLOAD(0, xr + iw0 + kw * DW);
-      } else {
-        float p[OWB];
-#pragma unroll
-        for (int j = 0; j < OWB; ++j) {
-          const int iw = iw0 + j * SW + kw * DW;
-          const float v = xr[checked ? clamp(iw, 0, W - 1) : iw];
-          p[j] = !checked || (iw >= 0 && iw < W) ? v : 0.0f;
-        }
-        x = PLOAD(0, p);
-      }
-      acc = fma((pvec)w[kh * KW + kw], x, acc);
-    }
-  }
-  return acc;
+  for (int q = 0; q < OWB; ++q) t[q] = epilogue_act(t[q]);
+  return PLOAD(0, t);
+#endif
 }
 
-// A work-item computes a whole output row of one channel, OWB pixels at a time: a single block is
-// too little work to amortise a PoCL work-group. Global: (OH, N*C_out); X is [N][C_in][H][W],
-// output channel oc reads input channel oc / mult.
+// Lane q: input column iw0 + q*SW of row xr, 0 outside [0, IN_W). iw0 is a constant after
+// unrolling (except for `interior` vectors, known to lie inside the row), so the branches fold.
+// `guarded` (a literal): never touch memory outside the row.
+__attribute__((always_inline)) inline pvec dw_tap(const __global float* restrict xr, const int iw0,
+                                                  const bool interior, const bool guarded) {
+  const bool all_valid = interior || (iw0 >= 0 && iw0 + (OWB - 1) * SW < IN_W);
+  const bool loads_inside = interior || (iw0 >= 0 && iw0 + OWB * SW <= IN_W);
+  if (SW <= 2 && (loads_inside || !guarded)) {
+#if SW == 1
+    pvec x = PLOAD(0, xr + iw0);
+#elif OWB == 16
+    const float16 a = vload16(0, xr + iw0), b = vload16(0, xr + iw0 + 16);
+    pvec x = (float16)(a.even, b.even);
+#elif OWB == 8
+    pvec x = vload16(0, xr + iw0).even;
+#else
+    pvec x = vload8(0, xr + iw0).even;
+#endif
+    if (!all_valid) {
+      const ivec iw = iw0 + LANES * SW;
+      x = select((pvec)0.0f, x, iw >= 0 && iw < IN_W);
+    }
+    return x;
+  }
+  float t[OWB];
+#pragma unroll
+  for (int q = 0; q < OWB; ++q) {
+    const int iw = iw0 + q * SW;
+    t[q] = iw >= 0 && iw < IN_W ? xr[iw] : 0.0f;
+  }
+  return PLOAD(0, t);
+}
+
+// Output vectors [j0, j0 + count) of row oh, input rows outermost (one row test and one set of
+// weight broadcasts per input row). j0 and count are constants, except that j0 may vary for
+// `interior` vectors (no padding columns; never the moved last vector).
+#define SEG_MAX 16
+__attribute__((always_inline)) inline void dw_segment(const __global float* restrict X,
+                                                      const __global float* restrict residual,
+                                                      __global float* restrict Y, const float* w,
+                                                      float b, int H, int pad_h, int oh, int oh_end,
+                                                      const int j0, const int count,
+                                                      const bool interior, const bool guarded) {
+  // Loops run to the constant SEG_MAX (not `count`), so that they unroll before the
+  // accumulators are assigned registers; otherwise acc stays in memory.
+  pvec acc[SEG_MAX];
+#pragma unroll
+  for (int j = 0; j < SEG_MAX; ++j) acc[j] = (pvec)b;
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+    const int ih = oh * SH - pad_h + kh * DH;
+    if (ih < 0 || ih >= H) continue;
+    const __global float* xr = X + ih * IN_W;
+#pragma unroll
+    for (int j = 0; j < SEG_MAX; ++j) {
+      if (j >= count) break;
+      const int ow0 = interior ? (j0 + j) * OWB : BLOCK_START(j0 + j);
+#pragma unroll
+      for (int kw = 0; kw < KW; ++kw)
+        acc[j] = fma((pvec)w[kh * KW + kw],
+                     dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior, guarded), acc[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < SEG_MAX; ++j) {
+    if (j >= count) break;
+    const int o = oh * OUT_W + (interior ? (j0 + j) * OWB : BLOCK_START(j0 + j));
+    // A row narrower than a vector: the full store spills into the following rows, which this
+    // work-item writes afterwards; where it would pass the work-item's last row, lane by lane.
+    if (OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
+      pvec v = acc[j];
+#ifdef HAS_RESIDUAL
+      v += PLOAD(0, residual + o);
+#endif
+      PSTORE(epilogue_vec(v), 0, Y + o);
+    } else {
+      float t[OWB];
+      PSTORE(acc[j], 0, t);
+#pragma unroll
+      for (int q = 0; q < OUT_W; ++q) {
+#ifdef HAS_RESIDUAL
+        t[q] += residual[o + q];
+#endif
+        Y[o + q] = epilogue_act(t[q]);
+      }
+    }
+  }
+}
+
+// Rows up to SEG_MAX vectors wide are unrolled whole. Wider rows: vectors [0, LEAD) touch the
+// left padding and [TRAIL, NBLK) the right padding or the row's end (unrolled, constant masks);
+// those between run as a loop over chunks, so that wide rows do not unroll into huge code.
+#define CHUNK 8
+// 0 <= LEAD <= TRAIL <= NBLK.
+#define LEAD_ ((PAD_W + OWB * SW - 1) / (OWB * SW))
+#define LEAD (LEAD_ < NBLK ? LEAD_ : NBLK)
+#define FIT_END (IN_W + PAD_W - (KW - 1) * DW - OWB * SW)
+#define FIT_ (FIT_END >= 0 ? FIT_END / (OWB * SW) + 1 : 0)
+#define FIT (FIT_ < NBLK - 1 ? FIT_ : NBLK - 1)
+#define TRAIL (FIT > LEAD ? FIT : LEAD)
+#define MID_REST ((TRAIL - LEAD) % CHUNK)
+
+// Rows [oh0, oh_end) of one output plane.
+__attribute__((always_inline)) inline void dw_rows(const __global float* restrict X,
+                                                   const __global float* restrict residual,
+                                                   __global float* restrict Y, const float* w,
+                                                   float b, int H, int pad_h, int oh0, int oh_end,
+                                                   const bool guarded) {
+  for (int oh = oh0; oh < oh_end; ++oh) {
+    if (NBLK <= SEG_MAX) {
+      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, 0, NBLK, false, guarded);
+    } else {
+#pragma unroll
+      for (int j = 0; j < LEAD; j += SEG_MAX)
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, LEAD - j), false,
+                   guarded);
+      for (int j = LEAD; j + CHUNK <= TRAIL; j += CHUNK)
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, CHUNK, true, guarded);
+      if (MID_REST > 0)
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, TRAIL - MID_REST, MID_REST, true,
+                   guarded);
+#pragma unroll
+      for (int j = TRAIL; j < NBLK; j += SEG_MAX)
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, NBLK - j), false,
+                   guarded);
+    }
+  }
+}
+
+// Global: (ceil(OH / rows), ceil(N*C_out / chans)): a work-item computes `rows` output rows of
+// `chans` consecutive output planes. X is [N][C_in][H][IN_W] (planes = N*C_in), Y
+// [N][C_out][OH][OUT_W]; output channel oc reads input channel oc / mult. Y must not alias X or
+// residual (Conv is never in place).
 __kernel void conv_f32_depthwise(__global const float* restrict X,
                                  __global const float* restrict Wt,
                                  __global const float* restrict bias,
                                  __global const float* restrict residual,
-                                 __global float* restrict Y, int C_in, int H, int W, int mult,
-                                 int OH, int OW, int pad_h, int pad_w) {
-  const int oh = get_global_id(0), noc = get_global_id(1);
-  if (oh >= OH) return;
+                                 __global float* restrict Y, int C_in, int H, int mult, int OH,
+                                 int pad_h, int planes, int rows, int chans) {
+  const int oh0 = get_global_id(0) * rows;
+  if (oh0 >= OH) return;
+  const int oh_end = min(OH, oh0 + rows);
   const int C_out = C_in * mult;
-  const int n = noc / C_out, oc = noc % C_out;
-  X += ((long)n * C_in + oc / mult) * H * W;
-  float w[KH * KW];
+  const int noc0 = get_global_id(1) * chans, noc_end = min(noc0 + chans, planes * mult);
+  const long plane_size = (long)H * IN_W, out_plane = (long)OH * OUT_W;
+  for (int noc = noc0; noc < noc_end; ++noc) {
+    const int n = noc / C_out, oc = noc - n * C_out;
+    const int plane = n * C_in + oc / mult;
+    float w[KH * KW];
 #pragma unroll
-  for (int i = 0; i < KH * KW; ++i) w[i] = Wt[oc * (KH * KW) + i];
+    for (int i = 0; i < KH * KW; ++i) w[i] = Wt[oc * (KH * KW) + i];
 #ifdef HAS_BIAS
-  const float b = bias[oc];
+    const float b = bias[oc];
 #else
-  const float b = 0.0f;
+    const float b = 0.0f;
 #endif
-  const int ih0 = oh * SH - pad_h;
-  const long y0 = (long)noc * OH * OW + (long)oh * OW;
-
-  for (int ow0 = 0; ow0 < OW; ow0 += OWB) {
-    const int iw0 = ow0 * SW - pad_w;
-    const bool interior = iw0 >= 0 && iw0 + (OWB - 1) * SW + (KW - 1) * DW < W;
-    pvec acc;
-    if (interior) acc = dw_block(X, w, b, ih0, iw0, H, W, false);
-    else acc = dw_block(X, w, b, ih0, iw0, H, W, true);
-    float r[OWB];
-    PSTORE(acc, 0, r);
-    const int pixels = min(OWB, OW - ow0);
-    for (int j = 0; j < pixels; ++j) {
-      const long o = y0 + ow0 + j;
-#ifdef HAS_RESIDUAL
-      r[j] += residual[o];
-#endif
-      Y[o] = epilogue_act(r[j]);
-    }
+    const __global float* x = X + plane * plane_size;
+    __global float* y = Y + noc * out_plane;
+    const __global float* r = residual + noc * out_plane;
+    // Over-reads stay within PAD_W floats before the plane and OVERREAD after it.
+    const long start = plane * plane_size;
+    if (start < PAD_W || start + plane_size + OVERREAD > planes * plane_size)
+      dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, true);
+    else
+      dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, false);
   }
 }
 #endif  // DEPTHWISE

@@ -1,6 +1,6 @@
 // Conv and ConvTranspose (1-D, 2-D and 3-D, float32). Conv runs as an implicit GEMM over weights
-// packed at plan time (kernels/conv.cl); ConvTranspose as a GEMM into columns plus a gather
-// (kernels/gemm.cl, kernels/conv_transpose.cl).
+// packed at plan time (kernels/conv.cl), with dedicated kernels for 1x1 and depthwise convs;
+// ConvTranspose as a GEMM into columns plus a gather (kernels/gemm.cl, kernels/conv_transpose.cl).
 #include "ops/conv_ops.hpp"
 
 #include <algorithm>
@@ -163,6 +163,9 @@ std::string window_defines(const std::array<int64_t, 3>& k, const std::array<int
   return o;
 }
 
+// Pixels per vector of conv_f32_pointwise (PXB).
+constexpr int64_t kPointwisePixels = 16;
+
 // Output channels per vector: the widest of 16/8/4 that the group's channels mostly fill.
 int channel_block(int64_t m_g) {
   return m_g >= 12 ? 16 : (m_g >= 6 ? 8 : 4);
@@ -198,13 +201,31 @@ void conv_build(OpContext& ctx) {
   auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
 
   if (C_g == 1 && s.G > 1 && w.rank() <= 2) {
-    const int owb = out3[2] >= 8 ? 8 : 4;
+    // The row geometry is compiled in (see conv.cl): one program per distinct width, stride and
+    // padding, which a network has only a handful of (~1 s each to build cold on PoCL, then
+    // cached). 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks
+    // and overlap than it saves).
+    const int owb = 8;
+    const int64_t items = s.N * s.M, plane_out = out3[1] * out3[2];
+    // Small planes: several channels per work-item amortise the per-work-group cost (measured:
+    // 8 channels of 7x7 run 25 % faster than 1); few large planes: bands of rows, so that every
+    // core gets work.
+    const int64_t chans = std::clamp<int64_t>(
+        std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), items / 32), 1, 8);
+    int64_t rows = out3[1];
+    if (items < 16 && plane_out >= 4096) {
+      const int64_t bands = (16 + items - 1) / items;
+      rows = (out3[1] + bands - 1) / bands;
+    }
     const std::string opts =
-        "-DDEPTHWISE -DOWB=" + std::to_string(owb) + window_defines(k3, st3, d3) + tail_opts;
+        "-DDEPTHWISE -DOWB=" + std::to_string(owb) + " -DIN_W=" + std::to_string(in3[2]) +
+        " -DOUT_W=" + std::to_string(out3[2]) + " -DPAD_W=" + std::to_string(pb3[2]) +
+        window_defines(k3, st3, d3) + tail_opts;
     ctx.launch("conv", "conv_f32_depthwise", opts,
-               {static_cast<size_t>(out3[1]), static_cast<size_t>(s.N * s.M)}, {1, 1}, x,
-               ctx.in_buf(1), bias, residual, y, i32(s.C), i32(in3[1]), i32(in3[2]), i32(M_g),
-               i32(out3[1]), i32(out3[2]), i32(pb3[1]), i32(pb3[2]));
+               {static_cast<size_t>((out3[1] + rows - 1) / rows),
+                static_cast<size_t>((items + chans - 1) / chans)},
+               {1, 1}, x, ctx.in_buf(1), bias, residual, y, i32(s.C), i32(in3[1]), i32(M_g),
+               i32(out3[1]), i32(pb3[1]), i32(s.N * s.C), i32(rows), i32(chans));
     return;
   }
 
@@ -216,11 +237,17 @@ void conv_build(OpContext& ctx) {
     in3 = {1, 1, product(w.in)};
     out3 = in3;
   }
-  const int ocb = channel_block(M_g);
+  // Pointwise over at least one vector of pixels: conv_f32_pointwise (vectors along the pixels,
+  // 16 pixels x 8 channels measured best; 2-4x conv_f32_packed's speed with few input channels).
+  const bool pixel_vectors = pointwise && out3[2] >= kPointwisePixels;
+  const int ocb = pixel_vectors ? (M_g >= 6 ? 8 : 4) : channel_block(M_g);
   const int64_t blocks = (M_g + ocb - 1) / ocb, K = C_g * product(w.k);
   const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
-  const std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) +
-                           window_defines(k3, st3, d3) + tail_opts;
+  const std::string opts =
+      "-DOCB=" + std::to_string(ocb) +
+      (pixel_vectors ? " -DPOINTWISE -DPXB=" + std::to_string(kPointwisePixels) + " -DPXV=1"
+                     : " -DOWB=" + std::to_string(owb)) +
+      window_defines(k3, st3, d3) + tail_opts;
 
   cl_mem wp;
   if (ctx.is_const(1)) {
@@ -230,6 +257,15 @@ void conv_build(OpContext& ctx) {
     ctx.launch("conv", "conv_f32_pack_weights", opts,
                {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(1),
                wp, i32(M_g), i32(K), i32(blocks));
+  }
+  if (pixel_vectors) {
+    ctx.launch("conv", "conv_f32_pointwise", opts,
+               {static_cast<size_t>(blocks),
+                static_cast<size_t>((out3[2] + kPointwisePixels - 1) / kPointwisePixels),
+                static_cast<size_t>(s.N * s.G)},
+               {1, 1, 1}, x, wp, bias, residual, y, i32(C_g), i32(out3[2]), i32(M_g), i32(s.G),
+               i32(blocks));
+    return;
   }
   ctx.launch("conv", "conv_f32_packed", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),

@@ -161,6 +161,42 @@ TEST(Conv, MatchesReference1DAnd3D) {
     for (bool constant : {true, false}) check_conv(c, constant, rng);
 }
 
+// The depthwise kernel compiles the row geometry in and has separate paths for: rows narrower
+// than a vector (stores spill into the next row), the first and last planes of the input (no
+// reads outside the buffer), wide rows (a loop between unrolled borders), bands of rows (few
+// large planes), several channels per work-item (many small planes), strides above 2.
+TEST(Conv, DepthwiseMatchesReference) {
+  std::mt19937 rng(15);
+  const std::vector<ConvCase> cases = {
+      {2, 6, 6, 6, {9, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},            // narrow rows, N = 2
+      {1, 4, 8, 4, {13, 37}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}},          // 5x5 stride 2, mult 2
+      {2, 3, 3, 3, {12, 61}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}},          // dilation 2
+      {1, 5, 5, 5, {4, 300}, {3, 3}, {1, 1}, {1, 1}, {1, 3, 1, 3}},          // wide rows, pad 3
+      {1, 2, 2, 2, {130, 70}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},         // bands of rows
+      {1, 64, 64, 64, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false},  // 2 channels per item
+      {2, 40, 40, 40, {5, 3}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 1}},         // rows of 1 pixel
+      {1, 3, 3, 3, {11, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}},          // stride 3
+      {1, 7, 7, 7, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {}, true, "SAME_UPPER"},
+  };
+  for (const ConvCase& c : cases)
+    for (bool constant : {true, false}) check_conv(c, constant, rng);
+}
+
+// 1x1 convs over at least 16 pixels run as vectors along the pixels, the last vector moved back
+// to end at the last pixel; fewer pixels take the general kernel.
+TEST(Conv, PointwiseMatchesReference) {
+  std::mt19937 rng(16);
+  const std::vector<ConvCase> cases = {
+      {2, 5, 13, 1, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},        // 63 pixels, N = 2
+      {1, 6, 10, 2, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},        // 16 pixels, groups
+      {1, 3, 4, 1, {3, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false},  // 15 pixels
+      {1, 19, 3, 1, {41}, {1}, {1}, {1}, {0, 0}},                         // 1-D, 3 channels
+      {2, 4, 9, 1, {3, 4, 5}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}},  // 3-D
+  };
+  for (const ConvCase& c : cases)
+    for (bool constant : {true, false}) check_conv(c, constant, rng);
+}
+
 // Conv -> Add(residual) -> activation fuses into one kernel (Node::epilogue); the numbers must
 // still match, for the packed and the depthwise kernel.
 TEST(Conv, FusedResidualAndActivationMatchReference) {
@@ -174,6 +210,13 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
       {{1, 6, 10, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
       {{1, 6, 10, 1, {9, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Sigmoid", false},
       {{2, 5, 5, 5, {7, 12}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
+      // Depthwise: rows narrower than a vector with 2 channels per work-item; an activation
+      // applied lane by lane; 5x5 stride 2.
+      {{1, 64, 64, 64, {6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
+      {{1, 16, 16, 16, {10, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Sigmoid", false},
+      {{2, 8, 8, 8, {9, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, "Relu", true},
+      // Pointwise with pixel vectors, residual and Clip.
+      {{2, 12, 20, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Clip", true},
   };
   for (const Fused& f : cases) {
     const ConvCase& c = f.c;
@@ -410,6 +453,33 @@ TEST(Conv, DISABLED_Timing) {
   time_conv(128, 128, 56, 3, 2, 1, 30);
   time_conv(3, 64, 224, 7, 2, 1, 10);
   time_conv(128, 128, 56, 3, 1, 128, 30);
+}
+
+// MobileNetV2 pointwise layers: expansions with few input channels on large planes, projections.
+TEST(Conv, DISABLED_PointwiseTiming) {
+  time_conv(16, 96, 112, 1, 1, 1, 20);
+  time_conv(32, 16, 112, 1, 1, 1, 20);
+  time_conv(24, 144, 56, 1, 1, 1, 30);
+  time_conv(144, 24, 56, 1, 1, 1, 30);
+  time_conv(32, 192, 28, 1, 1, 1, 30);
+  time_conv(96, 576, 14, 1, 1, 1, 30);
+  time_conv(576, 96, 14, 1, 1, 1, 30);
+  time_conv(320, 1280, 7, 1, 1, 1, 30);
+}
+
+// MobileNetV2 / EfficientNet-Lite0 depthwise layers.
+TEST(Conv, DISABLED_DepthwiseTiming) {
+  time_conv(32, 32, 112, 3, 1, 32, 30);
+  time_conv(96, 96, 112, 3, 2, 96, 30);
+  time_conv(144, 144, 56, 3, 1, 144, 30);
+  time_conv(144, 144, 56, 3, 2, 144, 30);
+  time_conv(192, 192, 28, 3, 1, 192, 30);
+  time_conv(384, 384, 14, 3, 1, 384, 30);
+  time_conv(576, 576, 14, 3, 1, 576, 30);
+  time_conv(576, 576, 14, 3, 2, 576, 30);
+  time_conv(960, 960, 7, 3, 1, 960, 30);
+  time_conv(240, 240, 28, 5, 1, 240, 30);
+  time_conv(672, 672, 14, 5, 2, 672, 30);
 }
 
 }  // namespace
