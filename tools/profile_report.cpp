@@ -109,6 +109,10 @@ ProfileSummary summarize(const ocl_infer::Session& session, const std::string& m
   for (auto& l : session.profile()) s.kernel_sum_us += l.avg_us;
   s.device_us = median(session.profiled_inference_us());
   s.wall_us = median(session.profiled_wall_us());
+  auto wall = session.profiled_wall_us(), sums = session.profiled_kernel_sum_us();
+  std::vector<double> host;
+  for (size_t i = 0; i < wall.size() && i < sums.size(); ++i) host.push_back(wall[i] - sums[i]);
+  s.host_us = median(host);
   s.startup = session.stats();
   s.first_inference_ms = first_inference_ms;
   return s;
@@ -149,7 +153,7 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
   os << "kernels: " << layers.size() << " launches, sum of averages " << num(s.kernel_sum_us / 1000) << " ms\n";
   os << "device time per inference (median): " << num(s.device_us / 1000) << " ms\n";
   os << "wall-clock per inference (median):  " << num(s.wall_us / 1000) << " ms\n";
-  os << "host overhead (wall - kernels):     " << num((s.wall_us - s.kernel_sum_us) / 1000) << " ms\n";
+  os << "host overhead (wall - kernels):     " << num(s.host_us / 1000) << " ms (median over runs)\n";
   os << "device: " << s.device << "; " << s.iterations << " iterations after " << s.warmup << " warm-up\n";
   if (bad)
     os << "WARNING: " << bad << " launches had implausible event timestamps (marked !!); their times are not reliable\n";
@@ -168,7 +172,7 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
   os << "{\n  \"schema\": \"ocl-infer-profile-1\",\n  \"model\": \"" << esc(s.model) << "\",\n  \"device\": \""
      << esc(s.device) << "\",\n  \"iterations\": " << s.iterations << ",\n  \"warmup\": " << s.warmup
      << ",\n  \"kernel_sum_us\": " << num(s.kernel_sum_us) << ",\n  \"device_us\": " << num(s.device_us)
-     << ",\n  \"wall_us\": " << num(s.wall_us) << ",\n  \"startup\": {\"load_ms\": " << num(s.startup.load_ms)
+     << ",\n  \"wall_us\": " << num(s.wall_us) << ",\n  \"host_overhead_us\": " << num(s.host_us) << ",\n  \"startup\": {\"load_ms\": " << num(s.startup.load_ms)
      << ", \"plan_ms\": " << num(s.startup.plan_ms) << ", \"compile_ms\": " << num(s.startup.compile_ms)
      << ", \"programs_built\": " << s.startup.programs_built << ", \"programs_cached\": "
      << s.startup.programs_cached << ", \"first_inference_ms\": " << num(s.first_inference_ms) << "},\n  \"launches\": [";

@@ -15,6 +15,7 @@ struct ProfileSummary {
   double kernel_sum_us = 0;    // sum of per-layer averages
   double device_us = 0;        // median device time of a whole inference (first start to last end)
   double wall_us = 0;          // median wall-clock time of run()
+  double host_us = 0;          // median over runs of (wall-clock - that run's kernel times)
   ocl_infer::SessionStats startup;
   double first_inference_ms = 0;
 };
