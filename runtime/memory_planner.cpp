@@ -38,7 +38,8 @@ size_t lower_bound(const MemoryPlan& mp) {
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
-                       const std::vector<PlanNodeTraits>& traits, size_t alignment) {
+                       const std::vector<PlanNodeTraits>& traits, size_t alignment,
+                       bool eliminate_concats) {
   MemoryPlan mp;
   mp.alignment = std::max<size_t>(alignment, 1);
   const size_t nv = g.values.size();
@@ -127,7 +128,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   // that offset, so its producer writes straight into the concatenated tensor.
   std::vector<size_t> offset_in_group(nv, 0);
   for (size_t step = 0; step < device_nodes.size(); ++step) {
-    if (!traits[step].concat_blocks) continue;
+    if (!eliminate_concats || !traits[step].concat_blocks) continue;
     const Node& n = g.nodes[device_nodes[step]];
     const int o = n.outputs.empty() ? -1 : n.outputs[0];
     if (!planned(o) || mp.group_of[o] < 0) continue;

@@ -53,8 +53,10 @@ struct PlanNodeTraits {
 // Plans the activations (non-constant values) read or written by `device_nodes` (node indices in
 // execution order), plus graph inputs and outputs. Graph inputs are live from the start and graph
 // outputs to the end, and neither is ever shared with another tensor's bytes.
+// With `eliminate_concats`, Concat inputs that die at the Concat are placed inside its output.
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
-                       const std::vector<PlanNodeTraits>& traits, size_t alignment);
+                       const std::vector<PlanNodeTraits>& traits, size_t alignment,
+                       bool eliminate_concats = true);
 
 // Proves the plan sound: returns "" when no two groups that are live at the same step overlap in
 // the arena and every group fits; otherwise a description of the first conflict.

@@ -232,6 +232,15 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
   if (options.plan_memory) {
     const size_t align = std::max<size_t>(cl.base_addr_align(), 4);
     MemoryPlan mp = plan_memory(g, device, traits, align);
+    if (!mp.concat_in_place.empty()) {
+      // Writing Concat inputs in place saves copies but makes the Concat's output live longer;
+      // when that costs more than 5 % of the arena (DenseNet), plan without it.
+      MemoryPlan plain = plan_memory(g, device, traits, align, false);
+      if (static_cast<double>(plain.arena_bytes) * 1.05 < static_cast<double>(mp.arena_bytes)) {
+        plain.concat_inputs = mp.concat_inputs;
+        mp = std::move(plain);
+      }
+    }
     if (mp.arena_bytes > 0 && mp.arena_bytes <= cl.info().max_alloc_bytes) {
       std::string bad = check_memory_plan(mp);
       if (!bad.empty()) throw ocl_infer::Error("internal: buffer plan is unsound: " + bad);
