@@ -1,7 +1,14 @@
 // Bad models and bad inputs give specific errors of the right type, never a crash.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "tests/model_builder.hpp"
 
@@ -130,6 +137,59 @@ TEST(Session, ReplansWhenTheBatchChanges) {
     for (int64_t i = 0; i < x.numel(); ++i)
       EXPECT_EQ(out.at("y").data<float>()[i], std::max(0.f, x.data<float>()[i]));
   }
+}
+
+TEST(KernelCache, TruncatedOrForeignEntriesFallBackToCompiling) {
+  char tmpl[] = "/tmp/ocl-infer-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ModelBuilder m;
+  m.input("x", DType::Float32, {5}).output("y");
+  m.node("Sigmoid", {"x"}, {"y"});
+  std::string b = m.bytes();
+  ocl_infer::SessionOptions opt;
+  opt.cache_dir = dir;
+  Tensor x(DType::Float32, {5});
+  for (int i = 0; i < 5; ++i) x.data<float>()[i] = static_cast<float>(i) - 2.f;
+  auto expect_sigmoid = [&](const Tensor& y) {
+    for (int i = 0; i < 5; ++i) EXPECT_NEAR(y.data<float>()[i], 1.f / (1.f + std::exp(2.f - i)), 1e-6);
+  };
+  {
+    auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+    expect_sigmoid(s.run({{"x", x}}).at("y"));
+    EXPECT_EQ(s.stats().programs_built, 1);
+  }
+  {
+    auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+    expect_sigmoid(s.run({{"x", x}}).at("y"));
+    EXPECT_EQ(s.stats().programs_cached, 1) << "the second session should load the cached binary";
+  }
+  // Truncate every entry, then overwrite them with garbage: each time the session must compile
+  // again and compute the same numbers.
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') files.push_back(dir + "/" + e->d_name);
+    closedir(d);
+  }
+  ASSERT_FALSE(files.empty());
+  for (const char* damage : {"truncate", "garbage"}) {
+    for (auto& f : files) {
+      std::string content;
+      {
+        std::ifstream in(f, std::ios::binary);
+        content.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      std::ofstream out(f, std::ios::binary | std::ios::trunc);
+      if (std::string(damage) == "truncate") out << content.substr(0, content.size() / 2);
+      else out << std::string(content.size(), 'x');
+    }
+    auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+    expect_sigmoid(s.run({{"x", x}}).at("y"));
+    EXPECT_EQ(s.stats().programs_built, 1) << damage;
+  }
+  for (auto& f : files) std::remove(f.c_str());
+  rmdir(dir.c_str());
 }
 
 }  // namespace
