@@ -131,6 +131,10 @@ struct OpDef {
   bool inplace = false;
   // build() honours Node::epilogue (fused activation / residual add) on output 0.
   bool epilogue = false;
+  // For ops that may be views at an offset (Slice, Split): the byte offset at which output `k`
+  // is a contiguous run of input 0's bytes, or -1. When the buffer planner makes it a view it
+  // sets bit k of Node::outputs_are_views and build() skips that output.
+  int64_t (*view_offset)(OpContext& ctx, int k) = nullptr;
 };
 
 // Highest since_version <= opset for (domain, op_type); nullptr when unsupported.

@@ -25,7 +25,26 @@ void copies_host(OpContext& ctx) {
 }
 template <std::vector<CopyView> (*views)(OpContext&)>
 void copies_build(OpContext& ctx) {
-  run_copies_device(ctx, views(ctx));
+  std::vector<CopyView> todo;
+  for (auto& v : views(ctx))
+    if (!((ctx.node().outputs_are_views >> v.output) & 1u)) todo.push_back(v);
+  for (int k = 0; k < ctx.num_outputs(); ++k)
+    if (ctx.has_output(k)) ctx.out_buf(k);  // views already have their bytes; others get theirs
+  run_copies_device(ctx, todo);
+}
+
+// Byte offset at which output k is one contiguous run of input 0, or -1.
+template <std::vector<CopyView> (*views)(OpContext&)>
+int64_t contiguous_view_offset(OpContext& ctx, int k) {
+  for (CopyView v : views(ctx)) {
+    if (v.output != k || v.input != 0) continue;
+    collapse_view(v);
+    if (v.dims.size() != 1 || v.dims[0] == 0 || v.in_strides[0] != 1 || v.out_strides[0] != 1 ||
+        v.out_offset != 0 || v.dims[0] != numel(ctx.out(k).shape))
+      return -1;
+    return v.in_offset * static_cast<int64_t>(ocl_infer::dtype_size(ctx.in_type(0)));
+  }
+  return -1;
 }
 
 // ---- Transpose -----------------------------------------------------------------------------
@@ -687,15 +706,19 @@ void add_tensor_ops(std::vector<OpDef>& t) {
   t.push_back({"Transpose", 1, transpose_infer, copies_host<transpose_views>,
                copies_build<transpose_views>});
   t.push_back({"Slice", 1, slice_infer, copies_host<slice_views>, copies_build<slice_views>});
+  t.back().view_offset = contiguous_view_offset<slice_views>;
   t.push_back(
       {"Slice", 10, slice_infer, copies_host<slice_views>, copies_build<slice_views>, 0b11110});
+  t.back().view_offset = contiguous_view_offset<slice_views>;
   t.push_back(
       {"Expand", 8, expand_infer, copies_host<expand_views>, copies_build<expand_views>, 0b10});
   t.push_back({"Tile", 6, tile_infer, copies_host<tile_views>, copies_build<tile_views>, 0b10});
   t.push_back({"Concat", 1, concat_infer, copies_host<concat_views>, concat_build});
   t.push_back({"Split", 2, split_infer, copies_host<split_views>, copies_build<split_views>});
+  t.back().view_offset = contiguous_view_offset<split_views>;
   t.push_back(
       {"Split", 13, split_infer, copies_host<split_views>, copies_build<split_views>, 0b10});
+  t.back().view_offset = contiguous_view_offset<split_views>;
   t.push_back({"DepthToSpace", 1, depth_to_space_infer, copies_host<depth_to_space_views>,
                copies_build<depth_to_space_views>});
   t.push_back({"SpaceToDepth", 1, space_to_depth_infer, copies_host<space_to_depth_views>,

@@ -51,6 +51,9 @@ struct Node {
   // Bit k: input k already sits inside output 0 (the buffer planner placed it there, Concat
   // elimination), so the node does not copy it.
   uint64_t inputs_in_place = 0;
+  // Bit k: output k is a view into input 0's bytes placed by the buffer planner (a contiguous
+  // Slice or Split), so the node does not copy it.
+  uint64_t outputs_are_views = 0;
   bool removed = false;  // deleted by an optimizer pass; skipped everywhere
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }

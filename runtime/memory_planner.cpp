@@ -63,6 +63,9 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   }
   for (int v : g.outputs) last_use[v] = kEnd;
 
+  // Byte offset of each value inside its group's bytes (non-zero for views at an offset and
+  // for Concat inputs placed in their slice).
+  std::vector<size_t> offset_in_group(nv, 0);
   auto new_group = [&](int v) {
     StorageGroup grp;
     grp.values.push_back(v);
@@ -99,7 +102,19 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
       if (k == 0 && t.view && !n.inputs.empty() && planned(n.inputs[0]) &&
           mp.group_of[n.inputs[0]] >= 0) {
         join(o, mp.group_of[n.inputs[0]]);
+        offset_in_group[o] = offset_in_group[n.inputs[0]];
         continue;
+      }
+      // A contiguous Slice/Split output: the same bytes at an (aligned) offset.
+      if (k < t.view_offsets.size() && t.view_offsets[k] >= 0 && !n.inputs.empty() &&
+          planned(n.inputs[0]) && mp.group_of[n.inputs[0]] >= 0 && !pinned[o]) {
+        const size_t off = offset_in_group[n.inputs[0]] + static_cast<size_t>(t.view_offsets[k]);
+        if (off % mp.alignment == 0) {
+          join(o, mp.group_of[n.inputs[0]]);
+          offset_in_group[o] = off;
+          mp.output_views.push_back({static_cast<int>(step), static_cast<int>(k)});
+          continue;
+        }
       }
       if (k == 0 && t.inplace && !pinned[o]) {
         bool done = false;
@@ -111,6 +126,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
           if (vi.shape == vo.shape && vi.dtype == vo.dtype && mp.groups[gid].last == static_cast<int>(step) &&
               !group_pinned(gid)) {
             join(o, gid);
+            offset_in_group[o] = offset_in_group[in];
             done = true;
           }
         }
@@ -126,7 +142,6 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   // Concat elimination: an input that is its own storage group (not a view, not written in place,
   // not pinned), dies at the Concat, and whose slice starts at an aligned offset joins the Concat output's group at
   // that offset, so its producer writes straight into the concatenated tensor.
-  std::vector<size_t> offset_in_group(nv, 0);
   for (size_t step = 0; step < device_nodes.size(); ++step) {
     if (!eliminate_concats || !traits[step].concat_blocks) continue;
     const Node& n = g.nodes[device_nodes[step]];

@@ -38,6 +38,8 @@ struct MemoryPlan {
   size_t alignment = 1;
   // Concat inputs placed inside the Concat's output: (step of the Concat node, input slot).
   std::vector<std::pair<int, int>> concat_in_place;
+  // Outputs made views into input 0 at an offset: (step of the node, output slot).
+  std::vector<std::pair<int, int>> output_views;
   int concat_inputs = 0;  // eligible-layout Concat inputs considered
 };
 
@@ -48,6 +50,8 @@ struct PlanNodeTraits {
   // A Concat whose inputs are contiguous blocks of its output (all dims before the axis are 1):
   // producers may write straight into their slice.
   bool concat_blocks = false;
+  // Per output: byte offset at which it is a contiguous run of input 0 (Slice, Split), else -1.
+  std::vector<int64_t> view_offsets;
 };
 
 // Plans the activations (non-constant values) read or written by `device_nodes` (node indices in

@@ -216,7 +216,9 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
       throw ocl_infer::UnsupportedError(describe_node(g, n) +
                                         ": can only be computed at plan time, but an input is not known then");
     defs.push_back(def);
-    PlanNodeTraits t{def->view, def->inplace, false};
+    PlanNodeTraits t;
+    t.view = def->view;
+    t.inplace = def->inplace;
     if (n.op_type == "Concat" && n.domain.empty() && !n.outputs.empty() && n.outputs[0] >= 0) {
       const Shape& os = g.values[n.outputs[0]].shape;
       int64_t axis = n.attr_int("axis", 1);
@@ -224,6 +226,11 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
       bool blocks = axis >= 0 && axis < static_cast<int64_t>(os.size());
       for (int64_t d = 0; blocks && d < axis; ++d) blocks = os[d] == 1;
       t.concat_blocks = blocks;
+    }
+    if (def->view_offset && options.plan_memory) {
+      OpContext vctx(g, ni);
+      for (int k = 0; k < static_cast<int>(n.outputs.size()); ++k)
+        t.view_offsets.push_back(n.outputs[k] >= 0 ? def->view_offset(vctx, k) : -1);
     }
     traits.push_back(t);
   }
@@ -254,6 +261,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
                                     : cl.sub_buffer(arena, mp.groups[slot.group].offset + slot.offset_in_group,
                                                     std::max<size_t>(slot.bytes, 4));
       for (auto& [step, slot] : mp.concat_in_place) g.nodes[device[step]].inputs_in_place |= uint64_t{1} << slot;
+      for (auto& [step, slot] : mp.output_views) g.nodes[device[step]].outputs_are_views |= uint64_t{1} << slot;
       p.activation_bytes = mp.arena_bytes;
       p.memory_planned = true;
       p.memory = std::move(mp);
@@ -422,7 +430,8 @@ std::string Plan::dump_plan() const {
        << memory.lower_bound_bytes << ", " << (memory.lower_bound_bytes ? static_cast<double>(memory.arena_bytes) / memory.lower_bound_bytes : 0)
        << "x of it)\n";
     os << "concat inputs written in place by their producers: " << memory.concat_in_place.size() << " of "
-       << memory.concat_inputs << "\n";
+       << memory.concat_inputs << "\nslice/split outputs that are views (no copy): " << memory.output_views.size()
+       << "\n";
   } else {
     os << "memory planning off: every activation has its own buffer\n";
     os << "peak activation bytes: " << activation_bytes << "\n";
@@ -448,6 +457,7 @@ std::string Plan::dump_plan_json() const {
      << ", \"naive_activation_bytes\": " << (memory_planned ? memory.naive_bytes : activation_bytes)
      << ", \"lower_bound_bytes\": " << (memory_planned ? memory.lower_bound_bytes : 0)
      << ", \"concat_inputs_in_place\": " << memory.concat_in_place.size()
+     << ", \"slice_views\": " << memory.output_views.size()
      << ", \"scratch_bytes\": " << scratch_bytes << ", \"weight_bytes\": " << weight_bytes
      << ", \"kernel_launches\": " << launches.size() << "}\n";
   return os.str();

@@ -237,4 +237,27 @@ TEST(Planner, ConcatInputsAreWrittenInPlace) {
   EXPECT_LE(rel_error(planned.out.at("y"), ref.out.at("y")), 1e-5);
 }
 
+TEST(Planner, ContiguousSliceAndSplitAreViews) {
+  std::mt19937 rng(12);
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 64, 6, 8}).output("y").output("z");
+  m.node("Sigmoid", {"x"}, {"s"});
+  // Channel halves of an N=1 tensor are contiguous runs (a ShuffleNet-style split).
+  attr_i(m.node("Split", {"s"}, {"a", "b"}), "axis", 1);
+  m.node("Tanh", {"a"}, {"ta"});
+  m.node("Exp", {"b"}, {"eb"});
+  m.node("Add", {"ta", "eb"}, {"y"});
+  Tensor starts(DType::Int64, {1}), ends(DType::Int64, {1}), axes(DType::Int64, {1});
+  starts.data<int64_t>()[0] = 16;
+  ends.data<int64_t>()[0] = 48;
+  axes.data<int64_t>()[0] = 1;
+  m.initializer("starts", starts).initializer("ends", ends).initializer("axes", axes);
+  m.node("Slice", {"s", "starts", "ends", "axes"}, {"c"});
+  m.node("Relu", {"c"}, {"z"});
+  std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 64, 6, 8}, rng)}};
+  Result planned = run(m, feeds, 1, true), unplanned = run(m, feeds, 1, false);
+  EXPECT_NE(planned.plan_json.find("\"slice_views\": 3"), std::string::npos) << planned.plan_json;
+  for (auto& [name, t] : unplanned.out) EXPECT_EQ(planned.out.at(name).bytes, t.bytes) << name;
+}
+
 }  // namespace
