@@ -87,45 +87,9 @@ __kernel void lrn(__global const T* x, __global T* y, long n, long channels, lon
 #define NR 1
 #endif
 
-// Offset of row `o`'s first element: p holds kept dims, kept strides, reduced dims, reduced
-// strides (the layout of ReduceGeometry::params()).
-inline long kept_offset(long o, __global const long* p) {
-  long off = 0;
-  for (int d = NK - 1; d >= 0; --d) {
-    long n = p[d];
-    off += (o % n) * p[NK + d];
-    o /= n;
-  }
-  return off;
-}
-
-inline long red_offset(long r, __global const long* p) {
-#if NR == 0
-  return 0;
-#elif NR == 1
-  return r * p[2 * NK + 1];
-#else
-  long off = 0;
-  for (int d = NR - 1; d >= 0; --d) {
-    long n = p[2 * NK + d];
-    off += (r % n) * p[2 * NK + NR + d];
-    r /= n;
-  }
-  return off;
-#endif
-}
-
-#define WG_SUM(buf, v)                                                 \
-  do {                                                                 \
-    buf[lid] = v;                                                      \
-    barrier(CLK_LOCAL_MEM_FENCE);                                      \
-    for (int s_ = WG / 2; s_ > 0; s_ >>= 1) {                          \
-      if (lid < s_) buf[lid] += buf[lid + s_];                         \
-      barrier(CLK_LOCAL_MEM_FENCE);                                    \
-    }                                                                  \
-    v = buf[0];                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                      \
-  } while (0)
+#include "reduction.cl"
+#define NORM_SUM(a, b) ((a) + (b))
+#define WG_SUM(buf, v) WG_REDUCE(buf, v, NORM_SUM)
 
 // One work-group per row: mean and variance, then the normalized (and scaled) row. The variance
 // is the mean of squared deviations (two passes), which loses nothing to cancellation when the

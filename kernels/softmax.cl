@@ -48,18 +48,7 @@ __kernel void softmax_generic(__global const T* x, __global T* y, long n_out, lo
 #define SUMV(a, b) ((a) + (b))
 #define MAXV(a, b) fmax(a, b)
 
-// Tree reduction over the work-group; every work-item gets the result in v.
-#define WG_REDUCE(buf, v, COMBINE)                               \
-  do {                                                           \
-    buf[lid] = v;                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                \
-    for (int s_ = WG / 2; s_ > 0; s_ >>= 1) {                    \
-      if (lid < s_) buf[lid] = COMBINE(buf[lid], buf[lid + s_]); \
-      barrier(CLK_LOCAL_MEM_FENCE);                              \
-    }                                                            \
-    v = buf[0];                                                  \
-    barrier(CLK_LOCAL_MEM_FENCE);                                \
-  } while (0)
+#include "reduction.cl"
 
 // inner == 1: one work-group per contiguous row, so that long rows (class scores, attention)
 // are read coalesced and by many work-items.
