@@ -117,6 +117,11 @@ void pool_build(OpContext& ctx) {
   const size_t ow = static_cast<size_t>(out3[2]);
   const size_t local_w = ow >= 32 ? 32 : ow >= 16 ? 16 : ow >= 8 ? 8 : 1;
   const size_t rows = static_cast<size_t>(out3[0] * out3[1]);
+  if (kind == Kind::Max && !ctx.has_output(1) && p[6] * p[7] * p[8] <= 64) {
+    ctx.launch("pool", "pool_max_rows", opts, {rows, static_cast<size_t>(x[0] * x[1])}, {1, 1},
+               ctx.in_buf(0), y, ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
+    return;
+  }
   const size_t local_h = local_w == 1 ? 1 : rows >= 8 ? 8 : 1;
   ctx.launch("pool", "pool_generic", opts,
              {(ow + local_w - 1) / local_w * local_w, (rows + local_h - 1) / local_h * local_h,
