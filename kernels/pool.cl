@@ -40,35 +40,6 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
   const long plane = (long)D * H * W;
   const __global T* x = X + nc * plane;
 
-#if defined(POOL_MAX) && !defined(HAS_INDICES) && defined(WIN_KH)
-  // Branch-free window: clamped loads and selects let PoCL vectorize across the work-items of a
-  // row (the branchy loop below runs scalar, ~10x slower on the CPU device).
-  {
-  T best = T_LOWEST;
-  bool any = false;
-  for (int kd = 0; kd < WIN_KD; ++kd) {
-    const int id = d0 + kd * WIN_DD;
-    const bool okd = id >= 0 && id < D;
-    const int idc = clamp(id, 0, D - 1);
-#pragma unroll
-    for (int kh = 0; kh < WIN_KH; ++kh) {
-      const int ih = h0 + kh * WIN_DH;
-      const bool okh = okd && ih >= 0 && ih < H;
-      const int ihc = clamp(ih, 0, H - 1);
-#pragma unroll
-      for (int kw = 0; kw < WIN_KW; ++kw) {
-        const int iw = w0 + kw * WIN_DW;
-        const bool ok = okh && iw >= 0 && iw < W;
-        const T v = x[((long)idc * H + ihc) * W + clamp(iw, 0, W - 1)];
-        best = ok && (v > best || !any) ? v : best;
-        any |= ok;
-      }
-    }
-  }
-  Y[(long)nc * OD * OH * OW + (long)odh * OW + ow] = best;
-  return;
-  }
-#endif
 #if defined(POOL_MAX)
   T best = T_LOWEST;
   long best_at = -1;
