@@ -189,7 +189,7 @@ void resolve(Plan& p, const std::map<int, const Tensor*>& inputs, const std::set
       ++j;
     }
     n.removed = true;
-    p.host_nodes.push_back(ni);
+    ++p.folded_nodes;
   }
 }
 
@@ -203,7 +203,6 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
   resolve(p, inputs, plan_time);
   p.passes = optimize(g, options.optimizer);
   g.compact();
-  p.host_nodes.clear();  // indices changed; folded nodes are gone from the graph
   // After folding and fusion, the live nodes are the device nodes.
   std::vector<int> device = live_nodes(g);
   std::vector<const OpDef*> defs;
@@ -354,7 +353,8 @@ std::string Plan::dump_graph() const {
     os << "\n";
   }
   for (int o : g.outputs) os << "  output " << value_desc(g.values[o]) << (g.values[o].data ? " (constant)" : "") << "\n";
-  os << "summary: " << nodes_before << " nodes before optimization, " << device_nodes.size()
+  os << "summary: " << nodes_before << " nodes before optimization (" << folded_nodes
+     << " computed at plan time), " << device_nodes.size()
      << " executed nodes after, " << launches.size() << " kernel launches (* = constant input)\n";
   for (auto& r : passes) os << "  pass " << r.pass << ": " << r.detail << "\n";
   if (passes.empty()) os << "  optimizer off (-O0)\n";

@@ -26,7 +26,7 @@ struct Plan {
   std::vector<Launch> launches;
   std::vector<BufferPtr> buffers;  // by value id; nullptr for values that never reach the device
   std::vector<BufferPtr> params;   // small constant buffers owned by launches
-  std::vector<int> host_nodes;     // evaluated at plan time
+  int folded_nodes = 0;            // evaluated on the host at plan time
   std::vector<int> device_nodes;   // built into launches
   size_t activation_bytes = 0;     // device bytes of activations (the arena, or the sum of buffers)
   size_t weight_bytes = 0;         // device bytes of constants uploaded
