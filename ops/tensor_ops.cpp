@@ -18,6 +18,10 @@ namespace {
 
 using ocl_infer::shape_to_string;
 
+bool flag(const std::vector<bool>& flags, int k) {
+  return k >= 0 && static_cast<size_t>(k) < flags.size() && flags[k];
+}
+
 // A copy-based op: views() describes its outputs; infer() has already set every output.
 template <std::vector<CopyView> (*views)(OpContext&)>
 void copies_host(OpContext& ctx) {
@@ -27,7 +31,7 @@ template <std::vector<CopyView> (*views)(OpContext&)>
 void copies_build(OpContext& ctx) {
   std::vector<CopyView> todo;
   for (auto& v : views(ctx))
-    if (!((ctx.node().outputs_are_views >> v.output) & 1u)) todo.push_back(v);
+    if (!flag(ctx.node().outputs_are_views, v.output)) todo.push_back(v);
   for (int k = 0; k < ctx.num_outputs(); ++k)
     if (ctx.has_output(k)) ctx.out_buf(k);  // views already have their bytes; others get theirs
   run_copies_device(ctx, todo);
@@ -255,7 +259,7 @@ std::vector<CopyView> concat_views(OpContext& ctx) {
 void concat_build(OpContext& ctx) {
   std::vector<CopyView> todo;
   for (auto& v : concat_views(ctx))
-    if (!((ctx.node().inputs_in_place >> v.input) & 1u)) todo.push_back(v);
+    if (!flag(ctx.node().inputs_in_place, v.input)) todo.push_back(v);
   ctx.out_buf(0);  // the output exists even when every input is already in place
   run_copies_device(ctx, todo);
 }

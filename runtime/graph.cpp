@@ -86,15 +86,31 @@ void Graph::compact() {
       if (o >= 0) values[o].producer = static_cast<int>(i);
 }
 
-int Graph::readers(int v) const {
-  int n = 0;
-  for (auto& node : nodes)
-    if (!node.removed) {
-      for (int in : node.inputs) n += in == v;
-      n += node.epilogue.residual == v;
-    }
-  for (int o : outputs) n += o == v;
-  return n;
+std::vector<Graph::Use> Graph::uses(int v) const {
+  std::vector<Use> r;
+  if (v < 0) return r;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.removed) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (n.inputs[k] == v) r.push_back({static_cast<int>(i), static_cast<int>(k)});
+    if (n.epilogue.residual == v) r.push_back({static_cast<int>(i), kResidual});
+  }
+  return r;
+}
+
+bool Graph::is_output(int v) const {
+  return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+}
+
+bool Graph::is_read(int v) const {
+  return is_output(v) || !uses(v).empty();
+}
+
+int Graph::sole_reader(int v) const {
+  if (is_output(v)) return -1;
+  auto u = uses(v);
+  return u.size() == 1 ? u[0].node : -1;
 }
 
 std::string covered_ops(const Node& n) {

@@ -48,12 +48,12 @@ struct Node {
   // means just itself.
   std::vector<std::pair<std::string, std::string>> covers;
   Epilogue epilogue;
-  // Bit k: input k already sits inside output 0 (the buffer planner placed it there, Concat
-  // elimination), so the node does not copy it.
-  uint64_t inputs_in_place = 0;
-  // Bit k: output k is a view into input 0's bytes placed by the buffer planner (a contiguous
-  // Slice or Split), so the node does not copy it.
-  uint64_t outputs_are_views = 0;
+  // Entry k true: input k already sits inside output 0 (the buffer planner placed it there, Concat
+  // elimination), so the node does not copy it. Empty or shorter: false.
+  std::vector<bool> inputs_in_place;
+  // Entry k true: output k is a view into input 0's bytes placed by the buffer planner (a
+  // contiguous Slice or Split), so the node does not copy it. Empty or shorter: false.
+  std::vector<bool> outputs_are_views;
   bool removed = false;  // deleted by an optimizer pass; skipped everywhere
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }
@@ -89,8 +89,22 @@ struct Graph {
   int find_value(const std::string& name) const;  // -1 when absent
   // Drops removed nodes and recomputes every value's producer.
   void compact();
-  // Number of live nodes that read value `v` (graph outputs count as a reader too).
-  int readers(int v) const;
+  // Every read of value `v` by a live node: one entry per input slot that names `v`, and one with
+  // slot kResidual for a node whose fused epilogue adds `v`. Graph outputs are not listed (see
+  // is_output). This is the only definition of "who reads a value": passes that rewrite a value
+  // away must see every read, fused ones included.
+  struct Use {
+    int node;
+    int slot;
+  };
+  static constexpr int kResidual = -1;
+  std::vector<Use> uses(int v) const;
+  bool is_output(int v) const;
+  // True when `v` is read by any live node or is a graph output.
+  bool is_read(int v) const;
+  // The one live node that reads `v`, when it reads it exactly once and nothing else does (no
+  // other node, no graph output); else -1.
+  int sole_reader(int v) const;
   int add_value(const std::string& name);
 };
 

@@ -45,23 +45,6 @@ std::vector<PassReport> optimize(Graph& g, const OptimizerOptions& opt) {
   return reports;
 }
 
-int sole_reader(const Graph& g, int v) {
-  for (int o : g.outputs)
-    if (o == v) return -1;
-  int found = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.removed) continue;
-    int uses = 0;
-    for (int in : n.inputs) uses += in == v;
-    uses += n.epilogue.residual == v;
-    if (uses == 0) continue;
-    if (uses > 1 || found >= 0) return -1;
-    found = static_cast<int>(i);
-  }
-  return found;
-}
-
 void replace_uses(Graph& g, int from, int to) {
   for (auto& n : g.nodes) {
     if (n.removed) continue;

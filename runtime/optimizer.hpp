@@ -37,10 +37,7 @@ int pass_fuse_matmul_bias(Graph& g, std::string* detail);
 int pass_fuse_residual(Graph& g, std::string* detail);
 int pass_fuse_activation(Graph& g, std::string* detail);
 
-// Helpers for passes.
-// The single live node that reads value v, or -1 when it has zero or several readers (or is a
-// graph output).
-int sole_reader(const Graph& g, int v);
+// Helpers for passes (who reads a value: Graph::uses / Graph::sole_reader).
 // Replaces every read of `from` by `to` in live nodes (not graph outputs).
 void replace_uses(Graph& g, int from, int to);
 // Records that `into` now also computes `absorbed` (for dumps and profiles).

@@ -40,8 +40,11 @@ class Builder : public DeviceBuilder {
   void alias(int out, int in) override {
     buffer_of(in);
     if (p_.memory_planned && p_.buffers[out]) {
-      // The planner already gave views their input's bytes; anything else would break liveness.
-      if (p_.buffers[out] != p_.buffers[in])
+      // The planner already gave views their input's bytes (a view of a view at an offset has its
+      // own sub-buffer over the same bytes); anything else would break liveness.
+      const auto& at = p_.arena_offset;
+      const bool same = static_cast<size_t>(std::max(in, out)) < at.size() && at[out] >= 0 && at[out] == at[in];
+      if (!same)
         throw ocl_infer::Error("internal: '" + p_.graph.values[out].name +
                                "' is aliased by an op the buffer planner does not know as a view");
       return;
@@ -259,8 +262,15 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs,
                                     ? group_buf[slot.group]
                                     : cl.sub_buffer(arena, mp.groups[slot.group].offset + slot.offset_in_group,
                                                     std::max<size_t>(slot.bytes, 4));
-      for (auto& [step, slot] : mp.concat_in_place) g.nodes[device[step]].inputs_in_place |= uint64_t{1} << slot;
-      for (auto& [step, slot] : mp.output_views) g.nodes[device[step]].outputs_are_views |= uint64_t{1} << slot;
+      auto set_flag = [](std::vector<bool>& flags, int k) {
+        if (flags.size() <= static_cast<size_t>(k)) flags.resize(k + 1, false);
+        flags[k] = true;
+      };
+      for (auto& [step, slot] : mp.concat_in_place) set_flag(g.nodes[device[step]].inputs_in_place, slot);
+      for (auto& [step, slot] : mp.output_views) set_flag(g.nodes[device[step]].outputs_are_views, slot);
+      p.arena_offset.assign(g.values.size(), -1);
+      for (auto& slot : mp.slots)
+        p.arena_offset[slot.value] = static_cast<int64_t>(mp.groups[slot.group].offset + slot.offset_in_group);
       p.activation_bytes = mp.arena_bytes;
       p.memory_planned = true;
       p.memory = std::move(mp);

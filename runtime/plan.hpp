@@ -35,6 +35,7 @@ struct Plan {
   std::vector<PassReport> passes;
   bool memory_planned = false;
   MemoryPlan memory;
+  std::vector<int64_t> arena_offset;  // by value id: byte offset in the arena, -1 when not in it
 
   std::string dump_graph() const;
   std::string dump_plan() const;

@@ -8,7 +8,7 @@ int pass_cancel_transposes(Graph& g, std::string* detail) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& a = g.nodes[i];
     if (a.removed || a.op_type != "Transpose" || a.outputs.empty() || a.inputs.empty() || a.inputs[0] < 0) continue;
-    int r = sole_reader(g, a.outputs[0]);
+    int r = g.sole_reader(a.outputs[0]);
     if (r < 0 || g.nodes[r].op_type != "Transpose") continue;
     Node& b = g.nodes[r];
     const size_t rank = g.values[a.inputs[0]].shape.size();

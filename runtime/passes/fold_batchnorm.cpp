@@ -131,7 +131,7 @@ int pass_fold_batchnorm(Graph& g, std::string* detail) {
     int x = n.inputs[0], other = n.inputs.size() > 1 ? n.inputs[1] : -1;
     if (!is_bn && g.values[x].data) std::swap(x, other);
     int pi = g.values[x].producer;
-    if (pi < 0 || g.nodes[pi].removed || sole_reader(g, x) != &n - &g.nodes[0]) continue;
+    if (pi < 0 || g.nodes[pi].removed || g.sole_reader(x) != &n - &g.nodes[0]) continue;
     Node& p = g.nodes[pi];
     int64_t C = out_channels(g, p);
     if (C <= 0 || g.values[p.outputs[0]].dtype != DType::Float32) continue;
@@ -144,7 +144,7 @@ int pass_fold_batchnorm(Graph& g, std::string* detail) {
       for (int k = 1; k < 5; ++k) consts &= is_const_f32(g, n.inputs[k]) && numel(g.values[n.inputs[k]].shape) == C;
       if (!consts) continue;
       bool extra_outputs = false;
-      for (size_t k = 1; k < n.outputs.size(); ++k) extra_outputs |= n.outputs[k] >= 0 && g.readers(n.outputs[k]) > 0;
+      for (size_t k = 1; k < n.outputs.size(); ++k) extra_outputs |= n.outputs[k] >= 0 && g.is_read(n.outputs[k]);
       if (extra_outputs) continue;
       const double eps = n.attr_float("epsilon", 1e-5f);
       const Tensor &gamma = *g.values[n.inputs[1]].data, &beta = *g.values[n.inputs[2]].data,

@@ -52,7 +52,7 @@ int pass_fold_pad(Graph& g, std::string* detail) {
         continue;
       }
     }
-    int r = sole_reader(g, p.outputs[0]);
+    int r = g.sole_reader(p.outputs[0]);
     if (r < 0) continue;
     Node& conv = g.nodes[r];
     if (conv.op_type != "Conv" || conv.inputs.empty() || conv.inputs[0] != p.outputs[0]) continue;

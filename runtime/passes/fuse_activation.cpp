@@ -1,6 +1,7 @@
 // Activations fused into the conv / gemm / matmul that produces their input, including the
 // decomposed patterns exporters emit: x*Sigmoid(x) (SiLU), x*HardSigmoid(x) (HardSwish) and the
 // Erf-based GELU  x * 0.5 * (1 + erf(x / sqrt(2))).
+#include <algorithm>
 #include <cmath>
 
 #include "ops/host_math.hpp"
@@ -49,27 +50,6 @@ bool simple_activation(const Graph& g, const Node& r, Epilogue* e) {
   return true;
 }
 
-// Live readers of v.
-std::vector<int> readers_of(const Graph& g, int v) {
-  std::vector<int> r;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.removed) continue;
-    for (int in : n.inputs)
-      if (in == v) {
-        r.push_back(static_cast<int>(i));
-        break;
-      }
-  }
-  return r;
-}
-
-bool is_graph_output(const Graph& g, int v) {
-  for (int o : g.outputs)
-    if (o == v) return true;
-  return false;
-}
-
 // x*Gate(x) where Gate is Sigmoid or HardSigmoid: the two readers of x are the gate and a Mul of
 // x with the gate's output. Returns the Mul and sets the epilogue.
 int gated(const Graph& g, int x, int gate_i, int mul_i, Epilogue* e, std::vector<int>* gone) {
@@ -77,7 +57,7 @@ int gated(const Graph& g, int x, int gate_i, int mul_i, Epilogue* e, std::vector
   if (mul.op_type != "Mul" || mul.inputs.size() != 2 || gate.outputs.empty()) return -1;
   int go = gate.outputs[0];
   if (!((mul.inputs[0] == x && mul.inputs[1] == go) || (mul.inputs[1] == x && mul.inputs[0] == go))) return -1;
-  if (sole_reader(g, go) != mul_i) return -1;
+  if (g.sole_reader(go) != mul_i) return -1;
   if (gate.op_type == "Sigmoid") e->act = Act::Silu;
   else if (gate.op_type == "HardSigmoid")
     e->act = Act::HardSwish, e->alpha = gate.attr_float("alpha", 0.2f), e->beta = gate.attr_float("beta", 0.5f);
@@ -95,9 +75,9 @@ int gelu(const Graph& g, int x, const std::vector<int>& rd, Epilogue* e, std::ve
     else if (n.op_type == "Mul" && n.inputs.size() == 2 && (n.inputs[0] == x || n.inputs[1] == x)) mul_i = r;
   }
   if (div_i < 0 || mul_i < 0) return -1;
-  int erf_i = sole_reader(g, g.nodes[div_i].outputs[0]);
+  int erf_i = g.sole_reader(g.nodes[div_i].outputs[0]);
   if (erf_i < 0 || g.nodes[erf_i].op_type != "Erf") return -1;
-  int add_i = sole_reader(g, g.nodes[erf_i].outputs[0]);
+  int add_i = g.sole_reader(g.nodes[erf_i].outputs[0]);
   if (add_i < 0 || g.nodes[add_i].op_type != "Add") return -1;
   const Node& add = g.nodes[add_i];
   int eo = g.nodes[erf_i].outputs[0];
@@ -105,8 +85,8 @@ int gelu(const Graph& g, int x, const std::vector<int>& rd, Epilogue* e, std::ve
   if (!near(scalar(g, one), 1.0)) return -1;
   const Node& mul = g.nodes[mul_i];
   int other = mul.inputs[0] == x ? mul.inputs[1] : mul.inputs[0];
-  if (other != add.outputs[0] || sole_reader(g, add.outputs[0]) != mul_i) return -1;
-  int half_i = sole_reader(g, mul.outputs[0]);
+  if (other != add.outputs[0] || g.sole_reader(add.outputs[0]) != mul_i) return -1;
+  int half_i = g.sole_reader(mul.outputs[0]);
   if (half_i < 0 || g.nodes[half_i].op_type != "Mul") return -1;
   const Node& half = g.nodes[half_i];
   int h = half.inputs[0] == mul.outputs[0] ? half.inputs[1] : half.inputs[0];
@@ -126,8 +106,18 @@ int pass_fuse_activation(Graph& g, std::string* detail) {
     const OpDef* def = find_op(p.domain, p.op_type, g.opset(p.domain));
     if (!def || !def->epilogue) continue;
     const int x = p.outputs[0];
-    if (g.values[x].dtype != DType::Float32 || is_graph_output(g, x)) continue;
-    std::vector<int> rd = readers_of(g, x);
+    if (g.values[x].dtype != DType::Float32 || g.is_output(x)) continue;
+    // Every read of x must be part of the pattern: after fusion nothing writes x any more. A fused
+    // residual read (x added by a later kernel's epilogue) keeps x alive, and so does a node that
+    // reads x twice.
+    const auto uses = g.uses(x);
+    std::vector<int> rd;
+    bool other_read = false;
+    for (auto& u : uses) {
+      other_read |= u.slot == Graph::kResidual;
+      if (std::find(rd.begin(), rd.end(), u.node) == rd.end()) rd.push_back(u.node);
+    }
+    if (other_read || uses.size() != rd.size()) continue;
     Epilogue e = p.epilogue;
     std::vector<int> gone;
     int last = -1;

@@ -16,7 +16,7 @@ int pass_fuse_matmul_bias(Graph& g, std::string* detail) {
       if (pi < 0 || g.nodes[pi].removed || g.nodes[pi].op_type != "MatMul" || !g.nodes[pi].epilogue.empty())
         continue;
       Node& mm = g.nodes[pi];
-      if (mm.inputs.size() != 2 || sole_reader(g, x) != static_cast<int>(ai)) continue;
+      if (mm.inputs.size() != 2 || g.sole_reader(x) != static_cast<int>(ai)) continue;
       const Shape &a = g.values[mm.inputs[0]].shape, &out = g.values[x].shape, &bs = g.values[bias].shape;
       if (a.size() != 2 || g.values[mm.inputs[1]].shape.size() != 2 || g.values[add.outputs[0]].shape != out) continue;
       const int64_t n = out[1];

@@ -23,7 +23,7 @@ int pass_fuse_residual(Graph& g, std::string* detail) {
       if (pi < 0 || g.nodes[pi].removed || !g.nodes[pi].epilogue.empty()) continue;
       const Node& p = g.nodes[pi];
       const OpDef* def = find_op(p.domain, p.op_type, g.opset(p.domain));
-      if (!def || !def->epilogue || sole_reader(g, x) != static_cast<int>(ai)) continue;
+      if (!def || !def->epilogue || g.sole_reader(x) != static_cast<int>(ai)) continue;
       int op = g.values[other].producer;
       if (op >= pi) continue;  // the residual would not exist yet when p runs
       if (pi > best) best = pi, best_other = other;

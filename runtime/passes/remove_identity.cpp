@@ -10,7 +10,7 @@ int pass_remove_identity(Graph& g, std::string* detail) {
     if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) continue;
     // Dropout's mask output must be unused, and a graph output keeps its producer (its name is
     // part of the model's interface).
-    if (n.outputs.size() > 1 && n.outputs[1] >= 0 && g.readers(n.outputs[1]) > 0) continue;
+    if (n.outputs.size() > 1 && n.outputs[1] >= 0 && g.is_read(n.outputs[1])) continue;
     bool is_output = false;
     for (int o : g.outputs) is_output |= o == n.outputs[0];
     if (is_output) continue;
