@@ -3,7 +3,7 @@
 file(GLOB SOURCES ${KERNEL_DIR}/*.cl)
 list(SORT SOURCES)
 set(body "// Generated from kernels/*.cl by cmake/embed_kernels.cmake. Do not edit.\n")
-string(APPEND body "#include \"runtime/kernel_table.hpp\"\n\nnamespace oi {\nnamespace {\n")
+string(APPEND body "#include \"runtime/backend/kernel_table.hpp\"\n\nnamespace oi {\nnamespace {\n")
 set(rows "")
 set(i 0)
 foreach(src IN LISTS SOURCES)

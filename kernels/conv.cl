@@ -144,20 +144,6 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
 #define XSTORE CAT(vstore, PXB)
 #define PIX (PXB * PXV)
 
-// epilogue_act on a vector (see epilogue_vec in the depthwise part).
-inline xvec pointwise_act(xvec v) {
-#if defined(ACT_RELU)
-  return fmax(v, 0.0f);
-#elif defined(ACT_CLIP)
-  return fmin(fmax(v, ACT_ALPHA), ACT_BETA);
-#else
-  float t[PXB];
-  XSTORE(v, 0, t);
-#pragma unroll
-  for (int q = 0; q < PXB; ++q) t[q] = epilogue_act(t[q]);
-  return XLOAD(0, t);
-#endif
-}
 
 // conv_f32_pointwise: a 1x1 conv (stride 1, no padding) over P = D*H*W pixels, with the roles
 // of conv_f32_packed's register block swapped: a work-item computes OCB output channels x PIX
@@ -218,7 +204,7 @@ __kernel void conv_f32_pointwise(__global const float* restrict X,
 #ifdef HAS_RESIDUAL
         r += XLOAD(0, residual + o);
 #endif
-        XSTORE(pointwise_act(r), 0, Y + o);
+        XSTORE(EPILOGUE_VEC(r, PXB), 0, Y + o);
       }
     }
   }
@@ -270,21 +256,6 @@ __kernel void conv_f32_pack_weights(__global const float* restrict Wt, __global 
 #define LAST_COLUMN_READ (BLOCK_START(NBLK - 1) * SW + (KW - 1) * DW - PAD_W + OWB * SW - 1)
 #define OVERREAD (LAST_COLUMN_READ >= IN_W ? LAST_COLUMN_READ - IN_W + 1 : 0)
 
-// epilogue_act on a vector: Relu and Clip as whole-vector ops (lane by lane, the compiler splits
-// the vector into 128-bit pieces); any other activation lane by lane.
-inline pvec epilogue_vec(pvec v) {
-#if defined(ACT_RELU)
-  return fmax(v, 0.0f);
-#elif defined(ACT_CLIP)
-  return fmin(fmax(v, ACT_ALPHA), ACT_BETA);
-#else
-  float t[OWB];
-  PSTORE(v, 0, t);
-#pragma unroll
-  for (int q = 0; q < OWB; ++q) t[q] = epilogue_act(t[q]);
-  return PLOAD(0, t);
-#endif
-}
 
 // Lane q: input column iw0 + q*SW of row xr, 0 outside [0, IN_W). iw0 is a constant after
 // unrolling (except for `interior` vectors, known to lie inside the row), so the branches fold.
@@ -360,7 +331,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global float* rest
 #ifdef HAS_RESIDUAL
       v += PLOAD(0, residual + o);
 #endif
-      PSTORE(epilogue_vec(v), 0, Y + o);
+      PSTORE(EPILOGUE_VEC(v, OWB), 0, Y + o);
     } else {
       float t[OWB];
       PSTORE(acc[j], 0, t);

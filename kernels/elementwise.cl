@@ -3,7 +3,8 @@
 // Build options pick the types and the operator:
 //   -DTA=float [-DTB=.. -DTC=..] -DTO=float   element types of inputs and output
 //   -DOP_<NAME>                                the operator (see the tables below)
-//   -DALPHA=.. -DBETA=.. -DGAMMA=..            operator parameters, as float literals
+//   -DOP_ACTIVATION -DACTIVATION=ACT_<KERNEL>  an activation of kernels/activation.cl
+//   -DALPHA=.. -DBETA=..                       operator parameters, as float literals
 //   -DIDX_A=0|1|2|3 (IDX_B, IDX_C)             how an input is indexed: 0 same shape as the output,
 //                                              1 a single element, 2 broadcast through strides,
 //                                              3 (i / INNER_x) % COUNT_x (a per-channel or per-row
@@ -14,6 +15,8 @@
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
+
+#include "activation.cl"
 
 #ifndef TB
 #define TB TA
@@ -30,9 +33,6 @@
 #ifndef BETA
 #define BETA 0.0f
 #endif
-#ifndef GAMMA
-#define GAMMA 0.0f
-#endif
 
 #define MAXV(a, b) ((a) > (b) ? (a) : (b))
 #define MINV(a, b) ((a) < (b) ? (a) : (b))
@@ -45,8 +45,9 @@ typedef float real;
 #endif
 
 // ---- unary: y = F(x) ----
-#if defined(OP_RELU)
-#define F(x) MAXV(x, (TA)0)
+#if defined(OP_ACTIVATION)
+// A row of the activation table: -DACTIVATION=ACT_<KERNEL> (kernels/activation.cl).
+#define F(x) ACTIVATION(x, ALPHA, BETA)
 #elif defined(OP_NEG)
 #define F(x) (-(x))
 #elif defined(OP_ABS)
@@ -67,32 +68,8 @@ typedef float real;
 #define F(x) rint(x)  // round half to even, as ONNX requires
 #elif defined(OP_SIGN)
 #define F(x) ((x) > (TA)0 ? (TA)1 : ((x) < (TA)0 ? (TA)-1 : (TA)0))
-#elif defined(OP_SIGMOID)
-// Written with exp(-|x|) so that neither branch overflows.
-#define F(x) ((x) >= 0 ? (TA)1 / ((TA)1 + exp(-(x))) : exp(x) / ((TA)1 + exp(x)))
-#elif defined(OP_TANH)
-#define F(x) tanh(x)
 #elif defined(OP_ERF)
 #define F(x) erf(x)
-#elif defined(OP_SOFTPLUS)
-// log(1+e^x) without overflow for large x.
-#define F(x) ((x) > (TA)0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
-#elif defined(OP_SOFTSIGN)
-#define F(x) ((x) / ((TA)1 + fabs(x)))
-#elif defined(OP_LEAKYRELU)
-#define F(x) ((x) < (TA)0 ? (TA)(ALPHA) * (x) : (x))
-#elif defined(OP_ELU)
-#define F(x) ((x) < (TA)0 ? (TA)(ALPHA) * (exp(x) - (TA)1) : (x))
-#elif defined(OP_CELU)
-#define F(x) (MAXV((TA)0, x) + MINV((TA)0, (TA)(ALPHA) * (exp((x) / (TA)(ALPHA)) - (TA)1)))
-#elif defined(OP_SELU)
-#define F(x) ((x) <= (TA)0 ? (TA)(GAMMA) * ((TA)(ALPHA) * exp(x) - (TA)(ALPHA)) : (TA)(GAMMA) * (x))
-#elif defined(OP_HARDSIGMOID)
-#define F(x) MAXV((TA)0, MINV((TA)1, (TA)(ALPHA) * (x) + (TA)(BETA)))
-#elif defined(OP_HARDSWISH)
-#define F(x) ((x) * MAXV((TA)0, MINV((TA)1, (x) / (TA)6 + (TA)0.5)))
-#elif defined(OP_THRESHOLDEDRELU)
-#define F(x) ((x) > (TA)(ALPHA) ? (x) : (TA)0)
 #elif defined(OP_NOT)
 #define F(x) (!(x))
 #elif defined(OP_SIN)
@@ -125,8 +102,6 @@ typedef float real;
 #define F(x) ((x) != (TA)0)
 #elif defined(OP_CAST)
 #define F(x) (x)
-#elif defined(OP_CLIP_CONST)
-#define F(x) MINV(MAXV(x, (TA)(ALPHA)), (TA)(BETA))
 #elif defined(OP_SCALE)
 #define F(x) ((x) * (TA)(ALPHA))
 #endif

@@ -1,9 +1,12 @@
-// Fused epilogue for kernels that produce a tensor (conv, gemm, matmul): y = act(x + residual).
-// Included by those kernels; build options (made by ops/epilogue.cpp):
-//   -DACT_RELU | ACT_CLIP | ACT_LEAKYRELU | ACT_SIGMOID | ACT_TANH | ACT_HARDSIGMOID |
-//   ACT_HARDSWISH | ACT_SILU | ACT_GELU           the activation (none: identity)
-//   -DACT_ALPHA=.. -DACT_BETA=..                  its parameters (Clip: min/max)
-//   -DHAS_RESIDUAL                                the kernel also reads a residual tensor
+// Fused epilogue for kernels that produce a tensor (conv, gemm, matmul, normalization):
+// y = act(x + residual). Included by those kernels; build options (made by ops/epilogue.cpp from
+// the activation table):
+//   -DEPILOGUE_ACT=ACT_<KERNEL>       the activation's macro in activation.cl (none: identity)
+//   -DEPILOGUE_ACT_VECTOR             that macro may be applied to whole float vectors
+//   -DACT_ALPHA=.. -DACT_BETA=..      its parameters
+//   -DHAS_RESIDUAL                    the kernel also reads a residual tensor
+#include "activation.cl"
+
 #ifndef ACT_ALPHA
 #define ACT_ALPHA 0.0f
 #endif
@@ -12,25 +15,42 @@
 #endif
 
 inline float epilogue_act(float v) {
-#if defined(ACT_RELU)
-  return fmax(v, 0.0f);
-#elif defined(ACT_CLIP)
-  return fmin(fmax(v, ACT_ALPHA), ACT_BETA);
-#elif defined(ACT_LEAKYRELU)
-  return v < 0.0f ? ACT_ALPHA * v : v;
-#elif defined(ACT_SIGMOID)
-  return 1.0f / (1.0f + exp(-v));
-#elif defined(ACT_TANH)
-  return tanh(v);
-#elif defined(ACT_HARDSIGMOID)
-  return fmax(0.0f, fmin(1.0f, ACT_ALPHA * v + ACT_BETA));
-#elif defined(ACT_HARDSWISH)
-  return v * fmax(0.0f, fmin(1.0f, ACT_ALPHA * v + ACT_BETA));
-#elif defined(ACT_SILU)
-  return v / (1.0f + exp(-v));
-#elif defined(ACT_GELU)
-  return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+#ifdef EPILOGUE_ACT
+  return EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA);
 #else
   return v;
 #endif
 }
+
+// The epilogue on a vector of 4, 8 or 16 floats: whole-vector when the activation allows it,
+// else lane by lane through registers. EPILOGUE_VEC(v, N) picks the function for width N (which
+// may itself be a macro).
+#if defined(EPILOGUE_ACT) && !defined(EPILOGUE_ACT_VECTOR)
+inline float4 epilogue_vec4(float4 v) {
+  float t[4];
+  vstore4(v, 0, t);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) t[q] = epilogue_act(t[q]);
+  return vload4(0, t);
+}
+inline float8 epilogue_vec8(float8 v) {
+  float t[8];
+  vstore8(v, 0, t);
+#pragma unroll
+  for (int q = 0; q < 8; ++q) t[q] = epilogue_act(t[q]);
+  return vload8(0, t);
+}
+inline float16 epilogue_vec16(float16 v) {
+  float t[16];
+  vstore16(v, 0, t);
+#pragma unroll
+  for (int q = 0; q < 16; ++q) t[q] = epilogue_act(t[q]);
+  return vload16(0, t);
+}
+#define EPILOGUE_VEC_(v, N) epilogue_vec##N(v)
+#define EPILOGUE_VEC(v, N) EPILOGUE_VEC_(v, N)
+#elif defined(EPILOGUE_ACT)
+#define EPILOGUE_VEC(v, N) EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA)
+#else
+#define EPILOGUE_VEC(v, N) (v)
+#endif

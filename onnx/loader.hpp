@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "runtime/graph.hpp"
+#include "runtime/ir/graph.hpp"
 
 namespace oi {
 

@@ -10,6 +10,7 @@
 #include "ops/elementwise.hpp"
 #include "ops/epilogue.hpp"
 #include "ops/gemm_ops.hpp"
+#include "ops/variants.hpp"
 
 namespace oi {
 
@@ -46,7 +47,7 @@ std::array<int64_t, 3> to3(const std::vector<int64_t>& v, int64_t fill) {
   return r;
 }
 
-Window window_geometry(OpContext& ctx, const std::vector<int64_t>& in_spatial,
+Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spatial,
                        const std::vector<int64_t>& kernel, bool has_dilations, bool ceil_mode) {
   const Node& n = ctx.node();
   const size_t r = in_spatial.size();
@@ -109,7 +110,7 @@ Window window_geometry(OpContext& ctx, const std::vector<int64_t>& in_spatial,
 
 namespace {
 
-void require_f32(OpContext& ctx, int i) {
+void require_f32(const OpContext& ctx, int i) {
   if (ctx.in_type(i) != DType::Float32)
     ctx.unsupported(std::string("only float32 is supported, input ") + std::to_string(i) + " is " +
                     ocl_infer::dtype_name(ctx.in_type(i)));
@@ -121,7 +122,7 @@ struct ConvShape {
   Window w;
 };
 
-ConvShape conv_shape(OpContext& ctx) {
+ConvShape conv_shape(const OpContext& ctx) {
   const Shape &x = ctx.in_shape(0), &wt = ctx.in_shape(1);
   if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + list(x));
   if (wt.size() != x.size())
@@ -163,14 +164,6 @@ std::string window_defines(const std::array<int64_t, 3>& k, const std::array<int
   return o;
 }
 
-// Pixels per vector of conv_f32_pointwise (PXB).
-constexpr int64_t kPointwisePixels = 16;
-
-// Output channels per vector: the widest of 16/8/4 that the group's channels mostly fill.
-int channel_block(int64_t m_g) {
-  return m_g >= 12 ? 16 : (m_g >= 6 ? 8 : 4);
-}
-
 // W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g.
 std::vector<float> pack_conv_weights(const Tensor& wt, int64_t G, int64_t M_g, int64_t K, int ocb) {
   const int64_t blocks = (M_g + ocb - 1) / ocb;
@@ -184,96 +177,218 @@ std::vector<float> pack_conv_weights(const Tensor& wt, int64_t G, int64_t M_g, i
   return p;
 }
 
-void conv_build(OpContext& ctx) {
-  const ConvShape s = conv_shape(ctx);
-  const Window& w = s.w;
-  const int64_t C_g = s.C / s.G, M_g = s.M / s.G;
-  auto in3 = to3(w.in, 1), out3 = to3(w.out, 1), k3 = to3(w.k, 1), st3 = to3(w.s, 1),
-       d3 = to3(w.d, 1), pb3 = to3(w.pb, 0);
-  if (product(w.out) * std::max(s.C, s.M) > INT_MAX || product(w.in) * s.C > INT_MAX)
-    ctx.unsupported("feature maps beyond 2^31 elements per image are not supported");
-  const bool has_bias = ctx.has_input(2);
+// ---- Conv: kernel variants ----------------------------------------------------------------
+// Everything a conv variant needs to know about one node.
+struct ConvDesc {
+  ConvShape s;
+  int64_t C_g = 0, M_g = 0;
+  std::array<int64_t, 3> in3{}, out3{}, k3{}, st3{}, d3{}, pb3{};
+  bool pointwise = false;  // 1x1 taps, stride 1, no padding (any rank): a plain GEMM over pixels
+  bool has_bias = false;
+};
+
+ConvDesc conv_desc(const OpContext& ctx) {
+  ConvDesc d;
+  d.s = conv_shape(ctx);
+  const Window& w = d.s.w;
+  d.C_g = d.s.C / d.s.G;
+  d.M_g = d.s.M / d.s.G;
+  d.in3 = to3(w.in, 1);
+  d.out3 = to3(w.out, 1);
+  d.k3 = to3(w.k, 1);
+  d.st3 = to3(w.s, 1);
+  d.d3 = to3(w.d, 1);
+  d.pb3 = to3(w.pb, 0);
+  d.pointwise = product(w.k) == 1 && product(w.s) == 1 &&
+                std::all_of(w.pb.begin(), w.pb.end(), [](int64_t p) { return p == 0; }) &&
+                std::all_of(w.pe.begin(), w.pe.end(), [](int64_t p) { return p == 0; });
+  d.has_bias = ctx.has_input(2);
+  return d;
+}
+
+// The operands and build options every variant shares.
+struct ConvArgs {
+  cl_mem x, bias, residual, y;
+  std::string tail;  // bias and epilogue options
+};
+
+ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d) {
+  ConvArgs a;
   const Epilogue& epi = ctx.node().epilogue;
-  cl_mem x = ctx.in_buf(0), y = ctx.out_buf(0);
-  cl_mem bias = has_bias ? ctx.in_buf(2) : x;  // any valid buffer stands in for an absent one
-  cl_mem residual = epi.residual >= 0 ? ctx.dev().buffer_of(epi.residual) : x;
-  const std::string tail_opts = (has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi);
-  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  a.x = ctx.in_buf(0);
+  a.y = ctx.out_buf(0);
+  a.bias = d.has_bias ? ctx.in_buf(2) : a.x;  // any valid buffer stands in for an absent one
+  a.residual = epi.residual >= 0 ? ctx.value(epi.residual).mem : a.x;
+  a.tail = std::string(d.has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi);
+  return a;
+}
 
-  if (C_g == 1 && s.G > 1 && w.rank() <= 2) {
-    // The row geometry is compiled in (see conv.cl): one program per distinct width, stride and
-    // padding, which a network has only a handful of (~1 s each to build cold on PoCL, then
-    // cached). 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks
-    // and overlap than it saves).
-    const int owb = 8;
-    const int64_t items = s.N * s.M, plane_out = out3[1] * out3[2];
-    // Small planes: several channels per work-item amortise the per-work-group cost (measured:
-    // 8 channels of 7x7 run 25 % faster than 1); few large planes: bands of rows, so that every
-    // core gets work.
-    const int64_t chans = std::clamp<int64_t>(
-        std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), items / 32), 1, 8);
-    int64_t rows = out3[1];
-    if (items < 16 && plane_out >= 4096) {
-      const int64_t bands = (16 + items - 1) / items;
-      rows = (out3[1] + bands - 1) / bands;
-    }
-    const std::string opts =
-        "-DDEPTHWISE -DOWB=" + std::to_string(owb) + " -DIN_W=" + std::to_string(in3[2]) +
-        " -DOUT_W=" + std::to_string(out3[2]) + " -DPAD_W=" + std::to_string(pb3[2]) +
-        window_defines(k3, st3, d3) + tail_opts;
-    ctx.launch("conv", "conv_f32_depthwise", opts,
-               {static_cast<size_t>((out3[1] + rows - 1) / rows),
-                static_cast<size_t>((items + chans - 1) / chans)},
-               {1, 1}, x, ctx.in_buf(1), bias, residual, y, i32(s.C), i32(in3[1]), i32(M_g),
-               i32(out3[1]), i32(pb3[1]), i32(s.N * s.C), i32(rows), i32(chans));
-    return;
-  }
+int32_t i32(int64_t v) { return static_cast<int32_t>(v); }
 
-  // A pointwise conv is a plain GEMM: one long row covers every pixel.
-  const bool pointwise = product(w.k) == 1 && product(w.s) == 1 &&
-                         std::all_of(w.pb.begin(), w.pb.end(), [](int64_t p) { return p == 0; }) &&
-                         std::all_of(w.pe.begin(), w.pe.end(), [](int64_t p) { return p == 0; });
-  if (pointwise) {
-    in3 = {1, 1, product(w.in)};
-    out3 = in3;
-  }
-  // Pointwise over at least one vector of pixels: conv_f32_pointwise (vectors along the pixels,
-  // 16 pixels x 8 channels measured best; 2-4x conv_f32_packed's speed with few input channels).
-  const bool pixel_vectors = pointwise && out3[2] >= kPointwisePixels;
-  const int ocb = pixel_vectors ? (M_g >= 6 ? 8 : 4) : channel_block(M_g);
-  const int64_t blocks = (M_g + ocb - 1) / ocb, K = C_g * product(w.k);
-  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
+// W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g: as a constant at
+// plan time, or by a kernel before every run when the weights are a model input.
+cl_mem packed_weights(BuildContext& ctx, const ConvDesc& d, int ocb, const std::string& opts) {
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb, K = d.C_g * d.k3[0] * d.k3[1] * d.k3[2];
+  if (ctx.is_const(1)) return ctx.constant_floats(pack_conv_weights(ctx.in_data(1), d.s.G, d.M_g, K, ocb));
+  cl_mem wp = ctx.scratch(DType::Float32, {d.s.G * blocks * K * ocb}).mem;
+  ctx.launch("conv", "conv_f32_pack_weights", opts,
+             {static_cast<size_t>(d.s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(1), wp,
+             i32(d.M_g), i32(K), i32(blocks));
+  return wp;
+}
+
+// depthwise: one input channel per group; bands of output rows x a few channels per work-item,
+// OWB pixels per vector, the row geometry compiled in (one program per distinct width, stride and
+// padding, which a network has only a handful of).
+bool dw_applies(const ConvDesc& d, const DeviceCaps&) { return d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2; }
+
+VariantParams dw_defaults(const ConvDesc& d, const DeviceCaps&) {
+  // 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks and overlap
+  // than it saves). Small planes: several channels per work-item amortise the per-work-group cost
+  // (8 channels of 7x7 run 25 % faster than 1); few large planes: bands of rows, so that every
+  // core gets work.
+  const int64_t items = d.s.N * d.s.M, plane_out = d.out3[1] * d.out3[2];
+  const int64_t chans = std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), items / 32), 1, 8);
+  int64_t bands = 1;
+  if (items < 16 && plane_out >= 4096) bands = (16 + items - 1) / items;
+  return {{"owb", 8}, {"chans", static_cast<int>(chans)}, {"bands", static_cast<int>(bands)}};
+}
+
+bool dw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
+  const int owb = p.at("owb");
+  return (owb == 4 || owb == 8 || owb == 16) && p.at("chans") >= 1 && p.at("chans") <= 64 && p.at("bands") >= 1 &&
+         p.at("bands") <= d.out3[1];
+}
+
+void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  const ConvArgs a = conv_args(ctx, d);
+  const int64_t items = d.s.N * d.s.M, chans = p.at("chans"), bands = p.at("bands");
+  const int64_t rows = (d.out3[1] + bands - 1) / bands;
+  const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) + " -DIN_W=" + std::to_string(d.in3[2]) +
+                           " -DOUT_W=" + std::to_string(d.out3[2]) + " -DPAD_W=" + std::to_string(d.pb3[2]) +
+                           window_defines(d.k3, d.st3, d.d3) + a.tail;
+  ctx.launch("conv", "conv_f32_depthwise", opts,
+             {static_cast<size_t>((d.out3[1] + rows - 1) / rows), static_cast<size_t>((items + chans - 1) / chans)},
+             {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, i32(d.s.C), i32(d.in3[1]), i32(d.M_g),
+             i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows), i32(chans));
+}
+
+// pointwise: 1x1 convs as a GEMM with vectors along the pixels (outputs stored as whole vectors;
+// 2-4x the packed kernel's speed with few input channels). Needs at least PXB*PXV pixels.
+bool pw_applies(const ConvDesc& d, const DeviceCaps&) { return d.pointwise && d.s.w.rank() <= 3; }
+
+VariantParams pw_defaults(const ConvDesc& d, const DeviceCaps&) {
+  // 16 pixels x 8 channels measured best on PoCL.
+  return {{"ocb", d.M_g >= 6 ? 8 : 4}, {"pxb", 16}, {"pxv", 1}};
+}
+
+bool pw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
+  return (ocb == 4 || ocb == 8) && (pxb == 8 || pxb == 16) && pxv >= 1 && pxv <= 4 &&
+         product(d.s.w.in) >= static_cast<int64_t>(pxb) * pxv;
+}
+
+bool pw_applies_with_defaults(const ConvDesc& d, const DeviceCaps& c) {
+  return pw_applies(d, c) && pw_valid(d, c, pw_defaults(d, c));
+}
+
+void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  const ConvArgs a = conv_args(ctx, d);
+  const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
+  const int64_t P = product(d.s.w.in), blocks = (d.M_g + ocb - 1) / ocb, pix = static_cast<int64_t>(pxb) * pxv;
+  const std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPOINTWISE -DPXB=" + std::to_string(pxb) +
+                           " -DPXV=" + std::to_string(pxv) + window_defines(d.k3, d.st3, d.d3) + a.tail;
+  cl_mem wp = packed_weights(ctx, d, ocb, opts);
+  ctx.launch("conv", "conv_f32_pointwise", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>((P + pix - 1) / pix), static_cast<size_t>(d.s.N * d.s.G)},
+             {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks));
+}
+
+// packed: the general implicit GEMM (any rank <= 3, groups, strides, dilations, padding): a
+// work-item computes OCB output channels x OWB pixels of one output row.
+bool packed_applies(const ConvDesc&, const DeviceCaps&) { return true; }
+
+// Output channels per vector: the widest of 16/8/4 that the group's channels mostly fill.
+int channel_block(int64_t m_g) { return m_g >= 12 ? 16 : (m_g >= 6 ? 8 : 4); }
+
+// A pointwise conv runs as one long row covering every pixel.
+std::array<int64_t, 3> packed_out3(const ConvDesc& d) {
+  return d.pointwise ? std::array<int64_t, 3>{1, 1, product(d.s.w.in)} : d.out3;
+}
+
+VariantParams packed_defaults(const ConvDesc& d, const DeviceCaps&) {
+  return {{"ocb", channel_block(d.M_g)}, {"owb", static_cast<int>(std::min<int64_t>(8, packed_out3(d)[2]))}};
+}
+
+bool packed_valid(const ConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), owb = p.at("owb");
+  return (ocb == 4 || ocb == 8 || ocb == 16) && owb >= 1 && owb <= 16;
+}
+
+void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  const ConvArgs a = conv_args(ctx, d);
+  const int ocb = p.at("ocb"), owb = p.at("owb");
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb;
+  const auto in3 = d.pointwise ? packed_out3(d) : d.in3;
+  const auto out3 = packed_out3(d);
   const std::string opts =
-      "-DOCB=" + std::to_string(ocb) +
-      (pixel_vectors ? " -DPOINTWISE -DPXB=" + std::to_string(kPointwisePixels) + " -DPXV=1"
-                     : " -DOWB=" + std::to_string(owb)) +
-      window_defines(k3, st3, d3) + tail_opts;
-
-  cl_mem wp;
-  if (ctx.is_const(1)) {
-    wp = constant_buffer(ctx, "packed_w", pack_conv_weights(ctx.in_data(1), s.G, M_g, K, ocb));
-  } else {
-    wp = scratch_buffer(ctx, "packed_w", static_cast<size_t>(s.G * blocks * K * ocb));
-    ctx.launch("conv", "conv_f32_pack_weights", opts,
-               {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(1),
-               wp, i32(M_g), i32(K), i32(blocks));
-  }
-  if (pixel_vectors) {
-    ctx.launch("conv", "conv_f32_pointwise", opts,
-               {static_cast<size_t>(blocks),
-                static_cast<size_t>((out3[2] + kPointwisePixels - 1) / kPointwisePixels),
-                static_cast<size_t>(s.N * s.G)},
-               {1, 1, 1}, x, wp, bias, residual, y, i32(C_g), i32(out3[2]), i32(M_g), i32(s.G),
-               i32(blocks));
-    return;
-  }
+      "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + window_defines(d.k3, d.st3, d.d3) + a.tail;
+  cl_mem wp = packed_weights(ctx, d, ocb, opts);
   ctx.launch("conv", "conv_f32_packed", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
-              static_cast<size_t>(s.N * s.G * out3[0] * out3[1])},
-             {1, 1, 1}, x, wp, bias, residual, y, i32(C_g), i32(in3[0]), i32(in3[1]), i32(in3[2]),
-             i32(M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(s.G), i32(blocks), i32(pb3[0]),
-             i32(pb3[1]), i32(pb3[2]));
+              static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1])},
+             {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(in3[0]), i32(in3[1]), i32(in3[2]),
+             i32(d.M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
+             i32(d.pb3[1]), i32(d.pb3[2]));
 }
+
+const KernelFamily<ConvDesc>& conv_family() {
+  static const KernelFamily<ConvDesc> f{
+      "conv",
+      {
+          {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
+           {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}},
+           dw_applies, dw_valid, dw_defaults, dw_run},
+          {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
+           {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2}}},
+           pw_applies_with_defaults, pw_valid, pw_defaults, pw_run},
+          {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
+           {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8}}},
+           packed_applies, packed_valid, packed_defaults, packed_run},
+      }};
+  return f;
+}
+
+void conv_build(BuildContext& ctx) {
+  const ConvDesc d = conv_desc(ctx);
+  ctx.require_storage(DType::Float32);
+  if (product(d.s.w.out) * std::max(d.s.C, d.s.M) > INT_MAX || product(d.s.w.in) * d.s.C > INT_MAX)
+    ctx.unsupported("feature maps beyond 2^31 elements per image are not supported");
+  run_variant(ctx, conv_family(), d);
+}
+
+double conv_flops(const OpContext& ctx) {
+  // Each output element: (Cin/group) * prod(kernel) multiply-adds, plus one add for the bias.
+  const Shape& w = ctx.in_shape(1);
+  double k = 1;
+  for (size_t d = 1; d < w.size(); ++d) k *= static_cast<double>(w[d]);
+  return static_cast<double>(numel(ctx.out_shape(0))) * (2 * k + (ctx.has_input(2) ? 1 : 0));
+}
+
+// Folding a per-channel affine: W [M][C/g][k...] scales by output channel (its first dim).
+int64_t conv_affine_channels(const OpContext& ctx) {
+  if (!ctx.is_const(1) || (ctx.has_input(2) && !ctx.is_const(2)) || ctx.in_shape(1).size() < 3) return -1;
+  return ctx.in_shape(1)[0];
+}
+
+void conv_scale_weights(const OpContext&, Tensor& w, const std::vector<double>& scale) {
+  float* wd = w.data<float>();
+  const int64_t C = static_cast<int64_t>(scale.size()), per = w.numel() / C;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k = 0; k < per; ++k) wd[c * per + k] = static_cast<float>(wd[c * per + k] * scale[c]);
+}
+
+const ChannelAffine kConvAffine{conv_affine_channels, conv_scale_weights, 1, 2, nullptr, nullptr};
 
 // ---- ConvTranspose -------------------------------------------------------------------------
 struct ConvTransposeShape {
@@ -281,7 +396,7 @@ struct ConvTransposeShape {
   Window w;  // out, pb are the transposed conv's output size and start padding
 };
 
-ConvTransposeShape conv_transpose_shape(OpContext& ctx) {
+ConvTransposeShape conv_transpose_shape(const OpContext& ctx) {
   const Node& n = ctx.node();
   const Shape &x = ctx.in_shape(0), &wt = ctx.in_shape(1);
   if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + list(x));
@@ -360,16 +475,17 @@ void conv_transpose_infer(OpContext& ctx) {
   ctx.set_out(0, DType::Float32, out);
 }
 
-void conv_transpose_build(OpContext& ctx) {
+void conv_transpose_build(BuildContext& ctx) {
   const ConvTransposeShape s = conv_transpose_shape(ctx);
+  ctx.require_storage(DType::Float32);
   const Window& w = s.w;
   const int64_t C_g = s.C / s.G, P = product(w.in), Q = s.M_g * product(w.k);
   if (s.N * s.G * P * Q > INT_MAX || s.N * s.M_g * s.G * product(w.out) > INT_MAX)
     ctx.unsupported("ConvTranspose intermediate beyond 2^31 elements is not supported");
-  if (numel(ctx.out(0).shape) == 0) return;
+  if (numel(ctx.out_shape(0)) == 0) return;
 
   // cols[n*G+g] = X[n][g]^T (P x C_g) times W[g] (C_g x Q).
-  cl_mem cols = scratch_buffer(ctx, "columns", static_cast<size_t>(s.N * s.G * P * Q));
+  cl_mem cols = ctx.scratch(DType::Float32, {s.N * s.G * P * Q}).mem;
   GemmDesc d;
   d.M = P;
   d.N = Q;
@@ -382,7 +498,7 @@ void conv_transpose_build(OpContext& ctx) {
     d.a_off[b] = b * C_g * P;
     d.b_index[b] = b % s.G;
   }
-  d.b_value = ctx.node().inputs[1];
+  d.b_input = 1;
   d.b_ks = Q;
   d.b_ns = 1;
   d.b_bs = C_g * Q;
@@ -401,16 +517,52 @@ void conv_transpose_build(OpContext& ctx) {
   ctx.launch("conv_transpose", "conv_transpose_f32_col2im", has_bias ? "-DHAS_BIAS" : "",
              {static_cast<size_t>(out3[2]), static_cast<size_t>(out3[0] * out3[1]),
               static_cast<size_t>(s.N * s.G * s.M_g)},
-             {}, cols, has_bias ? ctx.in_buf(2) : cols, y,
-             ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
+             {}, cols, has_bias ? ctx.in_buf(2) : cols, y, ctx.params(p.data(), p.size() * sizeof(int32_t)));
 }
+
+double conv_transpose_flops(const OpContext& ctx) {
+  // Each input element scatters into (Cout/group) * prod(kernel) outputs.
+  const Shape& w = ctx.in_shape(1);
+  double k = 1;
+  for (size_t d = 1; d < w.size(); ++d) k *= static_cast<double>(w[d]);
+  return 2 * static_cast<double>(numel(ctx.in_shape(0))) * k +
+         (ctx.has_input(2) ? static_cast<double>(numel(ctx.out_shape(0))) : 0);
+}
+
+// W is [Cin, Cout/group, k...]; output channel c of input channel ci is (ci / (Cin/group)) *
+// Cout/group + co.
+int64_t conv_transpose_affine_channels(const OpContext& ctx) {
+  if (!ctx.is_const(1) || (ctx.has_input(2) && !ctx.is_const(2)) || ctx.in_shape(1).size() < 3) return -1;
+  return ctx.in_shape(1)[1] * ctx.node().attr_int("group", 1);
+}
+
+void conv_transpose_scale_weights(const OpContext& ctx, Tensor& w, const std::vector<double>& scale) {
+  const Shape& ws = w.shape;
+  float* wd = w.data<float>();
+  const int64_t group = ctx.node().attr_int("group", 1), cin = ws[0], cog = ws[1], per = numel(ws) / (cin * cog);
+  for (int64_t ci = 0; ci < cin; ++ci)
+    for (int64_t co = 0; co < cog; ++co) {
+      const int64_t c = (ci / (cin / group)) * cog + co;
+      for (int64_t k = 0; k < per; ++k) {
+        float& x = wd[(ci * cog + co) * per + k];
+        x = static_cast<float>(x * scale[c]);
+      }
+    }
+}
+
+const ChannelAffine kConvTransposeAffine{conv_transpose_affine_channels, conv_transpose_scale_weights, 1, 2, nullptr,
+                                         nullptr};
 
 }  // namespace
 
+std::vector<VariantInfo> conv_variant_info() { return family_info(conv_family()); }
+
 void add_conv_ops(std::vector<OpDef>& t) {
-  // Conv honours Node::epilogue (the last field): a fused activation / residual add.
-  t.push_back({"Conv", 1, conv_infer, nullptr, conv_build, 0, false, false, false, true});
-  t.push_back({"ConvTranspose", 1, conv_transpose_infer, nullptr, conv_transpose_build});
+  t.push_back(OpDef("Conv", 1, conv_infer).build(conv_build).epilogue().flops(conv_flops).affine(&kConvAffine));
+  t.push_back(OpDef("ConvTranspose", 1, conv_transpose_infer)
+                  .build(conv_transpose_build)
+                  .flops(conv_transpose_flops)
+                  .affine(&kConvTransposeAffine));
 }
 
 }  // namespace oi

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/op.hpp"
+#include "ops/core/op_def.hpp"
 
 namespace oi {
 
@@ -20,7 +20,7 @@ struct Window {
 // strides, dilations (only when `has_dilations`), pads and auto_pad of the node, and computes the
 // output size: floor, or ceil when `ceil_mode` (a window starting in the end padding is dropped).
 // Fails with a message naming the attribute for inconsistent values or an empty output.
-Window window_geometry(OpContext& ctx, const std::vector<int64_t>& in_spatial,
+Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spatial,
                        const std::vector<int64_t>& kernel, bool has_dilations, bool ceil_mode);
 
 // `v` (rank <= 3) right-aligned into three dims, the leading ones set to `fill`, so 1-D and 2-D

@@ -114,7 +114,7 @@ std::string index_option(std::initializer_list<int64_t> sizes) {
 void run_copies_host(OpContext& ctx, const std::vector<CopyView>& views) {
   std::vector<Tensor> outs(ctx.num_outputs());
   for (int o = 0; o < ctx.num_outputs(); ++o)
-    if (ctx.has_output(o)) outs[o] = Tensor(ctx.out(o).dtype, ctx.out(o).shape);
+    if (ctx.has_output(o)) outs[o] = Tensor(ctx.out_value(o).dtype, ctx.out_shape(o));
   for (CopyView v : views) {
     if (!ctx.has_output(v.output)) continue;
     collapse_view(v);
@@ -142,16 +142,16 @@ void run_copies_host(OpContext& ctx, const std::vector<CopyView>& views) {
     if (ctx.has_output(o)) ctx.set_out_data(o, std::move(outs[o]));
 }
 
-void run_copies_device(OpContext& ctx, const std::vector<CopyView>& views) {
+void run_copies_device(BuildContext& ctx, const std::vector<CopyView>& views) {
   for (CopyView v : views) {
     if (!ctx.has_output(v.output)) continue;
     collapse_view(v);
     const int64_t n = numel(v.dims);
     if (n == 0) continue;
     const std::string opts =
-        word_option(ctx, ctx.in_type(v.input)) +
-        index_option({n, numel(ctx.in_shape(v.input)), numel(ctx.out(v.output).shape)});
-    const size_t local = 64;
+        word_option(ctx, ctx.input(v.input).dtype) +
+        index_option({n, numel(ctx.in_shape(v.input)), numel(ctx.out_shape(v.output))});
+    const size_t local = ctx.caps().linear_local();
     std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
     if (v.dims.size() == 1 && v.in_strides[0] == 1 && v.out_strides[0] == 1) {
       ctx.launch("copy", "copy_contiguous", opts, global, {local}, ctx.in_buf(v.input),
@@ -161,7 +161,7 @@ void run_copies_device(OpContext& ctx, const std::vector<CopyView>& views) {
     std::vector<int64_t> p = v.dims;
     p.insert(p.end(), v.in_strides.begin(), v.in_strides.end());
     p.insert(p.end(), v.out_strides.begin(), v.out_strides.end());
-    cl_mem pm = ctx.dev().params(p.data(), p.size() * sizeof(int64_t));
+    cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
     ctx.launch("copy", "copy_strided", opts, global, {local}, ctx.in_buf(v.input),
                ctx.out_buf(v.output), pm, static_cast<int32_t>(v.dims.size()), v.in_offset,
                v.out_offset, n);
@@ -170,7 +170,7 @@ void run_copies_device(OpContext& ctx, const std::vector<CopyView>& views) {
 
 void host_same_bytes(OpContext& ctx, int i, int o) {
   const Tensor& in = ctx.in_data(i);
-  Tensor t(in.dtype, ctx.out(o).shape);
+  Tensor t(in.dtype, ctx.out_shape(o));
   if (t.bytes.size() != in.bytes.size())
     ctx.fail("internal: element count changes from " + ocl_infer::shape_to_string(in.shape) +
              " to " + ocl_infer::shape_to_string(t.shape));

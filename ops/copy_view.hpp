@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/op.hpp"
+#include "ops/build_context.hpp"
 
 namespace oi {
 
@@ -44,7 +44,7 @@ std::string index_option(std::initializer_list<int64_t> sizes);
 void run_copies_host(OpContext& ctx, const std::vector<CopyView>& views);
 
 // Device: one copy_strided launch per non-empty view.
-void run_copies_device(OpContext& ctx, const std::vector<CopyView>& views);
+void run_copies_device(BuildContext& ctx, const std::vector<CopyView>& views);
 
 // Host: output `o` gets input `i`'s bytes under the output's inferred shape (Reshape & co).
 void host_same_bytes(OpContext& ctx, int i = 0, int o = 0);

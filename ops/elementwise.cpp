@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 
-#include "ops/host_math.hpp"
+#include "ops/core/activation.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -33,18 +35,16 @@ std::string type_defines(const std::vector<std::pair<std::string, DType>>& names
   return s;
 }
 
-void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vector<int>& inputs,
-                        int output, const std::string& defines) {
-  const Graph& g = ctx.graph();
-  const Value& out = g.values[output];
-  const int64_t n = numel(out.shape);
+void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::vector<Operand>& inputs,
+                        const Operand& out, const std::string& defines) {
+  const int64_t n = out.numel();
   const int nd = std::max<int>(1, static_cast<int>(out.shape.size()));
   static const char* tnames[] = {"TA", "TB", "TC"};
   static const char* inames[] = {"IDX_A", "IDX_B", "IDX_C"};
   static const char* suffix[] = {"_A", "_B", "_C"};
 
   std::vector<std::pair<std::string, DType>> types;
-  for (size_t k = 0; k < inputs.size(); ++k) types.push_back({tnames[k], g.values[inputs[k]].dtype});
+  for (size_t k = 0; k < inputs.size(); ++k) types.push_back({tnames[k], inputs[k].dtype});
   types.push_back({"TO", out.dtype});
   std::string opts = "-DOP_" + macro + type_defines(types) + " -DNDIM=" + std::to_string(nd);
   if (!is_float(out.dtype)) opts += " -DTO_INT";
@@ -55,7 +55,7 @@ void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vec
   if (out.shape.empty()) meta.push_back(1);
   bool any_strided = false;
   for (size_t k = 0; k < inputs.size(); ++k) {
-    const Shape& s = g.values[inputs[k]].shape;
+    const Shape& s = inputs[k].shape;
     int mode = 2;
     Shape padded(nd - std::min<size_t>(nd, s.size()), 1);
     padded.insert(padded.end(), s.begin(), s.end());
@@ -87,23 +87,27 @@ void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vec
     auto st = strides_of(padded);
     for (int d = 0; d < nd; ++d) meta.push_back(padded[d] == 1 ? 0 : st[d]);
   }
-  DeviceBuilder& dev = ctx.dev();
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (n == 0) return;
-  cl_mem y = dev.buffer_of(output);
   const std::string file = "elementwise";
   if (inputs.size() == 1) {
-    ctx.launch(file, "ew_unary", opts, global, {local}, dev.buffer_of(inputs[0]), y, n);
+    ctx.launch(file, "ew_unary", opts, global, {local}, inputs[0].mem, out.mem, n);
     return;
   }
-  cl_mem m = dev.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
+  cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
   if (inputs.size() == 2)
-    ctx.launch(file, "ew_binary", opts, global, {local}, dev.buffer_of(inputs[0]),
-               dev.buffer_of(inputs[1]), y, m, n);
+    ctx.launch(file, "ew_binary", opts, global, {local}, inputs[0].mem, inputs[1].mem, out.mem, m, n);
   else
-    ctx.launch(file, "ew_ternary", opts, global, {local}, dev.buffer_of(inputs[0]),
-               dev.buffer_of(inputs[1]), dev.buffer_of(inputs[2]), y, m, n);
+    ctx.launch(file, "ew_ternary", opts, global, {local}, inputs[0].mem, inputs[1].mem, inputs[2].mem, out.mem, m,
+               n);
+}
+
+void launch_activation(BuildContext& ctx, const ActivationDef& act, double alpha, double beta, const Operand& in,
+                       const Operand& out) {
+  launch_elementwise(ctx, "ACTIVATION", {in}, out,
+                     std::string(" -DACTIVATION=ACT_") + act.kernel + " -DALPHA=" + float_literal(alpha) +
+                         " -DBETA=" + float_literal(beta));
 }
 
 namespace {
@@ -122,8 +126,8 @@ struct UnaryOp {
   const char* macro;
   Accepts accepts;
   Out out;
-  Param alpha, beta, gamma;
-  double (*host)(double x, double alpha, double beta, double gamma);  // nullptr: device only
+  Param alpha, beta;
+  double (*host)(double x, double alpha, double beta);  // nullptr: device only
 };
 
 struct BinaryOp {
@@ -135,46 +139,32 @@ struct BinaryOp {
   int64_t (*host_i)(int64_t a, int64_t b);  // nullptr: use host_f
 };
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
 const UnaryOp kUnary[] = {
-    {"Relu", "RELU", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return x > 0 ? x : 0.0; }},
-    {"Neg", "NEG", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return -x; }},
-    {"Abs", "ABS", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::fabs(x); }},
-    {"Exp", "EXP", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::exp(x); }},
-    {"Log", "LOG", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::log(x); }},
-    {"Sqrt", "SQRT", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::sqrt(x); }},
-    {"Reciprocal", "RECIPROCAL", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return 1.0 / x; }},
-    {"Floor", "FLOOR", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::floor(x); }},
-    {"Ceil", "CEIL", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::ceil(x); }},
-    {"Round", "ROUND", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::nearbyint(x); }},
-    {"Sign", "SIGN", Accepts::Numeric, Out::Same, {}, {}, {}, [](double x, double, double, double) { return double((x > 0) - (x < 0)); }},
-    {"Sigmoid", "SIGMOID", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return sigmoid(x); }},
-    {"Tanh", "TANH", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::tanh(x); }},
-    {"Erf", "ERF", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::erf(x); }},
-    {"Softplus", "SOFTPLUS", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return std::log1p(std::exp(x)); }},
-    {"Softsign", "SOFTSIGN", Accepts::Float, Out::Same, {}, {}, {}, [](double x, double, double, double) { return x / (1 + std::fabs(x)); }},
-    {"LeakyRelu", "LEAKYRELU", Accepts::Float, Out::Same, {"alpha", 0.01f}, {}, {}, [](double x, double a, double, double) { return x < 0 ? a * x : x; }},
-    {"Elu", "ELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, [](double x, double a, double, double) { return x < 0 ? a * (std::exp(x) - 1) : x; }},
-    {"Celu", "CELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, nullptr},
-    {"Selu", "SELU", Accepts::Float, Out::Same, {"alpha", 1.67326319217681884765625f}, {}, {"gamma", 1.05070102214813232421875f}, nullptr},
-    {"HardSigmoid", "HARDSIGMOID", Accepts::Float, Out::Same, {"alpha", 0.2f}, {"beta", 0.5f}, {}, nullptr},
-    {"HardSwish", "HARDSWISH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"ThresholdedRelu", "THRESHOLDEDRELU", Accepts::Float, Out::Same, {"alpha", 1.0f}, {}, {}, nullptr},
-    {"Not", "NOT", Accepts::Bool, Out::Same, {}, {}, {}, [](double x, double, double, double) { return double(x == 0); }},
-    {"Sin", "SIN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Cos", "COS", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Tan", "TAN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Asin", "ASIN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Acos", "ACOS", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Atan", "ATAN", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Sinh", "SINH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Cosh", "COSH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Asinh", "ASINH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Acosh", "ACOSH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"Atanh", "ATANH", Accepts::Float, Out::Same, {}, {}, {}, nullptr},
-    {"IsNaN", "ISNAN", Accepts::Float, Out::Bool, {}, {}, {}, nullptr},
-    {"IsInf", "ISINF", Accepts::Float, Out::Bool, {"detect_positive", 1.0f}, {"detect_negative", 1.0f}, {}, nullptr},
+    {"Neg", "NEG", Accepts::Numeric, Out::Same, {}, {}, [](double x, double, double) { return -x; }},
+    {"Abs", "ABS", Accepts::Numeric, Out::Same, {}, {}, [](double x, double, double) { return std::fabs(x); }},
+    {"Exp", "EXP", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::exp(x); }},
+    {"Log", "LOG", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::log(x); }},
+    {"Sqrt", "SQRT", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::sqrt(x); }},
+    {"Reciprocal", "RECIPROCAL", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return 1.0 / x; }},
+    {"Floor", "FLOOR", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::floor(x); }},
+    {"Ceil", "CEIL", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::ceil(x); }},
+    {"Round", "ROUND", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::nearbyint(x); }},
+    {"Sign", "SIGN", Accepts::Numeric, Out::Same, {}, {}, [](double x, double, double) { return double((x > 0) - (x < 0)); }},
+    {"Erf", "ERF", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::erf(x); }},
+    {"Not", "NOT", Accepts::Bool, Out::Same, {}, {}, [](double x, double, double) { return double(x == 0); }},
+    {"Sin", "SIN", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Cos", "COS", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Tan", "TAN", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Asin", "ASIN", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Acos", "ACOS", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Atan", "ATAN", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Sinh", "SINH", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Cosh", "COSH", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Asinh", "ASINH", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Acosh", "ACOSH", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"Atanh", "ATANH", Accepts::Float, Out::Same, {}, {}, nullptr},
+    {"IsNaN", "ISNAN", Accepts::Float, Out::Bool, {}, {}, nullptr},
+    {"IsInf", "ISINF", Accepts::Float, Out::Bool, {"detect_positive", 1.0f}, {"detect_negative", 1.0f}, nullptr},
 };
 
 const BinaryOp kBinary[] = {
@@ -205,7 +195,7 @@ const BinaryOp* find_binary(const std::string& op) {
   return nullptr;
 }
 
-void check_accepts(OpContext& ctx, Accepts a, DType t) {
+void check_accepts(const OpContext& ctx, Accepts a, DType t) {
   bool ok = true;
   switch (a) {
     case Accepts::Float: ok = is_float(t); break;
@@ -231,18 +221,53 @@ void unary_host(OpContext& ctx) {
   if (!u.host) ctx.unsupported("no host implementation");
   const Tensor& x = ctx.in_data(0);
   Tensor y(u.out == Out::Bool ? DType::Bool : x.dtype, x.shape);
-  double a = param(ctx.node(), u.alpha), b = param(ctx.node(), u.beta), c = param(ctx.node(), u.gamma);
-  for (int64_t i = 0; i < x.numel(); ++i) host_set_f(y, i, u.host(host_get_f(x, i), a, b, c));
+  double a = param(ctx.node(), u.alpha), b = param(ctx.node(), u.beta);
+  for (int64_t i = 0; i < x.numel(); ++i) host_set_f(y, i, u.host(host_get_f(x, i), a, b));
   ctx.set_out_data(0, std::move(y));
 }
 
-void unary_build(OpContext& ctx) {
+void unary_build(BuildContext& ctx) {
   const UnaryOp& u = *find_unary(ctx.node().op_type);
   std::string defs;
   if (u.alpha.attr) defs += " -DALPHA=" + float_literal(param(ctx.node(), u.alpha));
   if (u.beta.attr) defs += " -DBETA=" + float_literal(param(ctx.node(), u.beta));
-  if (u.gamma.attr) defs += " -DGAMMA=" + float_literal(param(ctx.node(), u.gamma));
-  launch_elementwise(ctx, u.macro, {ctx.node().inputs[0]}, ctx.node().outputs[0], defs);
+  launch_elementwise(ctx, u.macro, {ctx.input(0)}, ctx.output(0), defs);
+}
+
+// ---- activations (ops/core/activation.hpp), one unary op per table row ---------------------
+const ActivationDef& activation_row(const OpContext& ctx) {
+  const ActivationDef* a = activation_for_op(ctx.node().op_type);
+  if (!a) throw ocl_infer::Error("internal: " + ctx.node().op_type + " is not in the activation table");
+  return *a;
+}
+
+void activation_infer(OpContext& ctx) {
+  const ActivationDef& a = activation_row(ctx);
+  check_accepts(ctx, a.integers ? Accepts::Numeric : Accepts::Float, ctx.in_type(0));
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+// The row's parameters as the node sets them.
+Epilogue activation_params(const OpContext& ctx) {
+  Epilogue e;
+  if (!activation_of_node(ctx.graph(), ctx.node(), &e)) ctx.fail("internal: not an activation node");
+  return e;
+}
+
+void activation_host(OpContext& ctx) {
+  const Epilogue e = activation_params(ctx);
+  const Tensor& x = ctx.in_data(0);
+  Tensor y(x.dtype, x.shape);
+  if (is_integer(x.dtype))
+    for (int64_t i = 0; i < x.numel(); ++i) host_set_i(y, i, static_cast<int64_t>(e.act->host(static_cast<double>(host_get_i(x, i)), e.alpha, e.beta)));
+  else
+    for (int64_t i = 0; i < x.numel(); ++i) host_set_f(y, i, e.act->host(host_get_f(x, i), e.alpha, e.beta));
+  ctx.set_out_data(0, std::move(y));
+}
+
+void activation_build(BuildContext& ctx) {
+  const Epilogue e = activation_params(ctx);
+  launch_activation(ctx, *e.act, e.alpha, e.beta, ctx.input(0), ctx.output(0));
 }
 
 // ---- binary --------------------------------------------------------------------------------
@@ -287,7 +312,7 @@ void binary_host_eval(OpContext& ctx, const BinaryOp& b, const Tensor& x, const 
 
 void binary_host(OpContext& ctx) {
   const BinaryOp& b = *find_binary(ctx.node().op_type);
-  Tensor y(ctx.out(0).dtype, ctx.out(0).shape);
+  Tensor y(ctx.out_value(0).dtype, ctx.out_shape(0));
   if (legacy_channel_slope(ctx)) {
     const Tensor &x = ctx.in_data(0), &slope = ctx.in_data(1);
     int64_t inner = 1, c = slope.numel();
@@ -301,28 +326,16 @@ void binary_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void binary_build(OpContext& ctx) {
+void binary_build(BuildContext& ctx) {
   const BinaryOp& b = *find_binary(ctx.node().op_type);
-  int slope = ctx.node().inputs[1];
+  Operand slope = ctx.input(1);
   if (legacy_channel_slope(ctx)) {
     // Same bytes, seen as [C, 1, ..., 1].
-    Graph& g = ctx.graph();
     Shape cs(ctx.in_shape(0).size() - 1, 1);
     cs[0] = ctx.in_shape(1)[0];
-    int v = g.add_value(g.values[slope].name + "/per_channel");
-    g.values[v].dtype = g.values[slope].dtype;
-    g.values[v].shape = cs;
-    g.values[v].shape_known = true;
-    if (g.values[slope].data) {
-      auto t = std::make_shared<Tensor>(*g.values[slope].data);
-      t->shape = cs;
-      g.values[v].data = t;
-    } else {
-      ctx.dev().alias(v, slope);
-    }
-    slope = v;
+    slope.shape = cs;
   }
-  launch_elementwise(ctx, b.macro, {ctx.node().inputs[0], slope}, ctx.node().outputs[0]);
+  launch_elementwise(ctx, b.macro, {ctx.input(0), slope}, ctx.output(0));
 }
 
 // ---- Mod, BitShift -------------------------------------------------------------------------
@@ -335,12 +348,11 @@ void mod_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), s);
 }
 
-void mod_build(OpContext& ctx) {
+void mod_build(BuildContext& ctx) {
   // fmod=1 follows C (the dividend's sign), fmod=0 follows Python (the divisor's sign).
   bool fmod = ctx.node().attr_int("fmod", 0) != 0;
   const char* macro = is_float(ctx.in_type(0)) ? "FMOD" : (fmod ? "MOD_TRUNC" : "MOD_INT");
-  launch_elementwise(ctx, macro, {ctx.node().inputs[0], ctx.node().inputs[1]},
-                     ctx.node().outputs[0]);
+  launch_elementwise(ctx, macro, {ctx.input(0), ctx.input(1)}, ctx.output(0));
 }
 
 void bitshift_infer(OpContext& ctx) {
@@ -352,10 +364,10 @@ void bitshift_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), s);
 }
 
-void bitshift_build(OpContext& ctx) {
+void bitshift_build(BuildContext& ctx) {
   std::string dir = ctx.node().attr_string("direction", "");
-  launch_elementwise(ctx, dir == "LEFT" ? "BITSHIFT_LEFT" : "BITSHIFT_RIGHT",
-                     {ctx.node().inputs[0], ctx.node().inputs[1]}, ctx.node().outputs[0]);
+  launch_elementwise(ctx, dir == "LEFT" ? "BITSHIFT_LEFT" : "BITSHIFT_RIGHT", {ctx.input(0), ctx.input(1)},
+                     ctx.output(0));
 }
 
 // ---- variadic Sum, Mean, Min, Max ----------------------------------------------------------
@@ -379,7 +391,7 @@ void variadic_infer(OpContext& ctx) {
 
 void variadic_host(OpContext& ctx) {
   const std::string& op = ctx.node().op_type;
-  const Value& o = ctx.out(0);
+  const Value& o = ctx.out_value(0);
   Tensor y(o.dtype, o.shape);
   for (int64_t i = 0; i < y.numel(); ++i) {
     double acc = 0;
@@ -397,35 +409,29 @@ void variadic_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void variadic_build(OpContext& ctx) {
+void variadic_build(BuildContext& ctx) {
   const Node& n = ctx.node();
-  const int out = n.outputs[0];
+  const Operand out = ctx.output(0);
   const std::string macro = variadic_macro(n.op_type);
   if (n.inputs.size() == 1) {
-    launch_elementwise(ctx, "CAST", {n.inputs[0]}, out);
+    launch_elementwise(ctx, "CAST", {ctx.input(0)}, out);
   } else {
     // Accumulate in the output buffer: out = op(in0, in1), then out = op(out, ink). The first step
-    // may broadcast to a smaller shape than the final one, so partial results use a temporary
-    // value when shapes differ.
-    Graph& g = ctx.graph();
-    int acc = n.inputs[0];
-    for (size_t k = 1; k < n.inputs.size(); ++k) {
+    // may broadcast to a smaller shape than the final one, so such partial results go to a
+    // scratch buffer of their own shape.
+    Operand acc = ctx.input(0);
+    for (int k = 1; k < ctx.num_inputs(); ++k) {
+      const Operand next = ctx.input(k);
       Shape s;
-      broadcast_shapes(g.values[acc].shape, g.values[n.inputs[k]].shape, &s);
-      int dst = out;
-      if (k + 1 < n.inputs.size() && s != g.values[out].shape) {
-        dst = g.add_value(n.name + "/partial" + std::to_string(k));
-        g.values[dst].dtype = g.values[out].dtype;
-        g.values[dst].shape = s;
-        g.values[dst].shape_known = true;
-      }
-      launch_elementwise(ctx, macro, {acc, n.inputs[k]}, dst);
+      broadcast_shapes(acc.shape, next.shape, &s);
+      Operand dst = out;
+      if (k + 1 < ctx.num_inputs() && s != out.shape) dst = ctx.scratch(out.dtype, s);
+      launch_elementwise(ctx, macro, {acc, next}, dst);
       acc = dst;
     }
   }
   if (n.op_type == "Mean")
-    launch_elementwise(ctx, "SCALE", {out}, out,
-                       " -DALPHA=" + float_literal(1.0 / static_cast<double>(n.inputs.size())));
+    launch_elementwise(ctx, "SCALE", {out}, out, " -DALPHA=" + float_literal(1.0 / static_cast<double>(n.inputs.size())));
 }
 
 // ---- Where, Clip ---------------------------------------------------------------------------
@@ -441,7 +447,7 @@ void where_infer(OpContext& ctx) {
 
 void where_host(OpContext& ctx) {
   const Tensor &c = ctx.in_data(0), &x = ctx.in_data(1), &z = ctx.in_data(2);
-  Tensor y(ctx.out(0).dtype, ctx.out(0).shape);
+  Tensor y(ctx.out_value(0).dtype, ctx.out_shape(0));
   size_t es = ocl_infer::dtype_size(y.dtype);
   for (int64_t i = 0; i < y.numel(); ++i) {
     bool cond = c.data<uint8_t>()[broadcast_index(y.shape, c.shape, i)] != 0;
@@ -452,9 +458,8 @@ void where_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void where_build(OpContext& ctx) {
-  const Node& n = ctx.node();
-  launch_elementwise(ctx, "WHERE", {n.inputs[0], n.inputs[1], n.inputs[2]}, n.outputs[0]);
+void where_build(BuildContext& ctx) {
+  launch_elementwise(ctx, "WHERE", {ctx.input(0), ctx.input(1), ctx.input(2)}, ctx.output(0));
 }
 
 void clip_infer(OpContext& ctx) {
@@ -462,29 +467,18 @@ void clip_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
 }
 
-void clip_build(OpContext& ctx) {
+void clip_build(BuildContext& ctx) {
   const Node& n = ctx.node();
   DType t = ctx.in_type(0);
-  const bool old = ctx.opset() < 11;
-  auto bound_known = [&](int k) { return !ctx.has_input(k) || ctx.is_const(k); };
-  if (is_float(t) && (old || (bound_known(1) && bound_known(2)))) {
-    // Bounds known at plan time: bake them into the kernel.
-    double lo = -INFINITY, hi = INFINITY;
-    if (old) {
-      lo = n.attr_float("min", -INFINITY);
-      hi = n.attr_float("max", INFINITY);
-    } else {
-      if (ctx.has_input(1)) lo = host_get_f(ctx.in_data(1), 0);
-      if (ctx.has_input(2)) hi = host_get_f(ctx.in_data(2), 0);
-    }
-    launch_elementwise(ctx, "CLIP_CONST", {n.inputs[0]}, n.outputs[0],
-                       " -DALPHA=" + float_literal(lo) + " -DBETA=" + float_literal(hi));
+  Epilogue e;
+  if (is_float(t) && activation_of_node(ctx.graph(), n, &e)) {
+    // Bounds known at plan time: the activation table's Clip with the bounds baked in.
+    launch_activation(ctx, *e.act, e.alpha, e.beta, ctx.input(0), ctx.output(0));
     return;
   }
   // Otherwise a ternary pass; a missing bound becomes a one-element constant of the input's type.
-  Graph& g = ctx.graph();
   auto bound = [&](int k, bool upper) {
-    if (ctx.has_input(k)) return n.inputs[k];
+    if (ctx.has_input(k)) return ctx.input(k);
     Tensor b(t, {});
     if (is_float(t)) host_set_f(b, 0, upper ? INFINITY : -INFINITY);
     else host_set_i(b, 0, upper ? INT64_MAX : INT64_MIN);
@@ -496,14 +490,9 @@ void clip_build(OpContext& ctx) {
       int64_t lim = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
       host_set_i(b, 0, upper ? lim : -lim - 1);
     }
-    int id = g.add_value(n.name + (upper ? "/max" : "/min"));
-    g.values[id].dtype = t;
-    g.values[id].shape_known = true;
-    g.values[id].data = std::make_shared<const Tensor>(std::move(b));
-    return id;
+    return ctx.constant(b);
   };
-  int lo_id = bound(1, false), hi_id = bound(2, true);
-  launch_elementwise(ctx, "CLIP", {n.inputs[0], lo_id, hi_id}, n.outputs[0]);
+  launch_elementwise(ctx, "CLIP", {ctx.input(0), bound(1, false), bound(2, true)}, ctx.output(0));
 }
 
 // ---- Cast ----------------------------------------------------------------------------------
@@ -518,7 +507,7 @@ void cast_infer(OpContext& ctx) {
 
 void cast_host(OpContext& ctx) {
   const Tensor& x = ctx.in_data(0);
-  Tensor y(ctx.out(0).dtype, x.shape);
+  Tensor y(ctx.out_value(0).dtype, x.shape);
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (is_float(x.dtype)) host_set_f(y, i, host_get_f(x, i));
     else host_set_i(y, i, host_get_i(x, i));
@@ -526,35 +515,43 @@ void cast_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void cast_build(OpContext& ctx) {
-  DType from = ctx.in_type(0), to = ctx.out(0).dtype;
+void cast_build(BuildContext& ctx) {
+  DType from = ctx.in_type(0), to = ctx.out_value(0).dtype;
   if (from == DType::Float16 || to == DType::Float16)
     ctx.unsupported("float16 casts on the device are not supported yet");
-  launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.node().inputs[0]},
-                     ctx.node().outputs[0]);
+  launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.input(0)}, ctx.output(0));
 }
+
+// One operation per output element.
+double per_output(const OpContext& ctx) { return static_cast<double>(numel(ctx.out_shape(0))); }
 
 }  // namespace
 
 void add_elementwise_ops(std::vector<OpDef>& t) {
-  for (auto& u : kUnary) {
-    OpDef d{u.onnx, 1, unary_infer, u.host ? unary_host : nullptr, unary_build};
-    d.inplace = true;
-    t.push_back(d);
-  }
-  for (auto& b : kBinary) {
-    OpDef d{b.onnx, 1, binary_infer, binary_host, binary_build};
-    d.inplace = true;
-    t.push_back(d);
-  }
-  t.push_back({"Mod", 10, mod_infer, nullptr, mod_build});
-  t.push_back({"BitShift", 11, bitshift_infer, nullptr, bitshift_build});
+  for (auto& u : kUnary)
+    t.push_back(OpDef(u.onnx, 1, unary_infer).host(u.host ? unary_host : nullptr).build(unary_build).inplace().flops(per_output));
+  for (auto& b : kBinary)
+    t.push_back(OpDef(b.onnx, 1, binary_infer).host(binary_host).build(binary_build).inplace().flops(per_output));
+  t.push_back(OpDef("Mod", 10, mod_infer).build(mod_build).flops(per_output));
+  t.push_back(OpDef("BitShift", 11, bitshift_infer).build(bitshift_build).flops(per_output));
   for (const char* v : {"Sum", "Mean", "Min", "Max"})
-    t.push_back({v, 1, variadic_infer, variadic_host, variadic_build});
-  t.push_back({"Where", 9, where_infer, where_host, where_build});
-  t.push_back({"Clip", 1, clip_infer, nullptr, clip_build});
-  t.push_back({"Cast", 1, cast_infer, cast_host, cast_build});
-  t.push_back({"CastLike", 15, cast_infer, cast_host, cast_build});
+    t.push_back(OpDef(v, 1, variadic_infer).host(variadic_host).build(variadic_build).flops(per_output));
+  t.push_back(OpDef("Where", 9, where_infer).host(where_host).build(where_build).flops(per_output));
+  // Clip is an activation with constant bounds, but also takes run-time bounds and integers.
+  t.push_back(OpDef("Clip", 1, clip_infer).build(clip_build).flops(per_output));
+  t.push_back(OpDef("Cast", 1, cast_infer).host(cast_host).build(cast_build));
+  t.push_back(OpDef("CastLike", 15, cast_infer).host(cast_host).build(cast_build));
+  // Every other row of the activation table is a plain unary op.
+  for (const ActivationDef* a = activations(); a->name; ++a) {
+    if (!a->onnx_op) continue;
+    const bool taken = std::any_of(t.begin(), t.end(), [&](const OpDef& d) { return d.op_type == a->onnx_op; });
+    if (!taken)
+      t.push_back(OpDef(a->onnx_op, a->since_version, activation_infer)
+                      .host(activation_host)
+                      .build(activation_build)
+                      .inplace()
+                      .flops(per_output));
+  }
 }
 
 }  // namespace oi

@@ -5,15 +5,21 @@
 #include <string>
 #include <vector>
 
-#include "ops/op.hpp"
+#include "ops/build_context.hpp"
 
 namespace oi {
 
-// Launches `macro` (e.g. "RELU", "ADD", "WHERE") over `inputs` (1 to 3 value ids, broadcast
-// numpy-style to the output's shape) writing value `output`. `defines` adds build options such as
-// "-DALPHA=0.1f".
-void launch_elementwise(OpContext& ctx, const std::string& macro, const std::vector<int>& inputs,
-                        int output, const std::string& defines = "");
+struct ActivationDef;
+
+// Launches `macro` (e.g. "ADD", "WHERE", "CAST") over `inputs` (1 to 3 operands, broadcast
+// numpy-style to the output's shape) writing `out`; element types come from the operands' storage
+// types. `defines` adds build options such as "-DALPHA=0.1f".
+void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::vector<Operand>& inputs,
+                        const Operand& out, const std::string& defines = "");
+
+// y = act(x) for a row of the activation table, with its parameters.
+void launch_activation(BuildContext& ctx, const ActivationDef& act, double alpha, double beta, const Operand& in,
+                       const Operand& out);
 
 // A float literal for build options: "0.100000001f", "INFINITY", "(-INFINITY)", "NAN".
 std::string float_literal(double v);

@@ -7,33 +7,13 @@
 
 #include "ops/elementwise.hpp"
 #include "ops/epilogue.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
 namespace {
 
 using ocl_infer::shape_to_string;
-
-// The register block of one work-item; see kernels/gemm.cl.
-struct GemmBlock {
-  int mr, vw, nv;
-  int nr() const { return vw * nv; }
-};
-
-GemmBlock choose_block(int64_t M, int64_t N) {
-  GemmBlock b{6, 16, 2};
-  if (N < 16) {
-    b.vw = N > 4 ? 8 : 4;
-    b.nv = 1;
-  } else if (round_up(N, 16) < round_up(N, 32)) {
-    b.nv = 1;  // a 32-wide panel would mostly compute padding
-  }
-  // 6 x 32 keeps 12 accumulators in registers; a single-vector row leaves room for more rows.
-  b.mr = b.nv == 2 ? 6 : 8;
-  if (M < b.mr) b.mr = M <= 2 ? static_cast<int>(std::max<int64_t>(M, 1)) : (M <= 4 ? 4 : 6);
-  return b;
-}
 
 // Host copy of B in the panel layout of gemm_f32_packed.
 std::vector<float> pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64_t npad) {
@@ -47,60 +27,61 @@ std::vector<float> pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64
   return p;
 }
 
-void require_int32(OpContext& ctx, std::initializer_list<int64_t> v) {
+void require_int32(const OpContext& ctx, std::initializer_list<int64_t> v) {
   for (int64_t x : v)
     if (x > INT_MAX) ctx.unsupported("matrix dimensions beyond 2^31 elements are not supported");
 }
 
-int add_float_value(OpContext& ctx, const std::string& tag, size_t floats) {
-  Graph& g = ctx.graph();
-  const int id = g.add_value(ctx.node().name + "/" + tag);
-  Value& v = g.values[id];
-  v.dtype = DType::Float32;
-  v.shape = {static_cast<int64_t>(std::max<size_t>(floats, 1))};
-  v.shape_known = true;
-  return id;
+// A GEMM problem and its operands, as the variants see it.
+struct GemmProblem {
+  const GemmDesc* d;
+  cl_mem a, y;
+};
+
+// packed: each work-item owns an MR x (VW*NV) register block over B packed in panels of VW*NV
+// columns (kernels/gemm.cl).
+VariantParams packed_defaults(const GemmProblem& p, const DeviceCaps&) {
+  const int64_t M = p.d->M, N = p.d->N;
+  int mr = 6, vw = 16, nv = 2;
+  if (N < 16) {
+    vw = N > 4 ? 8 : 4;
+    nv = 1;
+  } else if (round_up(static_cast<size_t>(N), 16) < round_up(static_cast<size_t>(N), 32)) {
+    nv = 1;  // a 32-wide panel would mostly compute padding
+  }
+  // 6 x 32 keeps 12 accumulators in registers; a single-vector row leaves room for more rows.
+  mr = nv == 2 ? 6 : 8;
+  if (M < mr) mr = M <= 2 ? static_cast<int>(std::max<int64_t>(M, 1)) : (M <= 4 ? 4 : 6);
+  return {{"mr", mr}, {"vw", vw}, {"nv", nv}};
 }
 
-}  // namespace
+bool packed_applies(const GemmProblem&, const DeviceCaps&) { return true; }
 
-cl_mem scratch_buffer(OpContext& ctx, const std::string& tag, size_t floats) {
-  return ctx.dev().buffer_of(add_float_value(ctx, tag, floats));
+bool packed_valid(const GemmProblem&, const DeviceCaps&, const VariantParams& v) {
+  const int mr = v.at("mr"), vw = v.at("vw"), nv = v.at("nv");
+  return mr >= 1 && mr <= 16 && (vw == 4 || vw == 8 || vw == 16) && nv >= 1 && nv <= 4;
 }
 
-cl_mem constant_buffer(OpContext& ctx, const std::string& tag, const std::vector<float>& data) {
-  const int id = add_float_value(ctx, tag, data.size());
-  Value& v = ctx.graph().values[id];
-  Tensor t(DType::Float32, v.shape);
-  std::copy(data.begin(), data.end(), t.data<float>());
-  v.data = std::make_shared<const Tensor>(std::move(t));
-  return ctx.dev().buffer_of(id);
-}
-
-void launch_gemm(OpContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
+void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v) {
+  const GemmDesc& d = *p.d;
   const int64_t batch = static_cast<int64_t>(d.a_off.size());
-  if (d.M == 0 || d.N == 0 || batch == 0) return;
-  const GemmBlock blk = choose_block(d.M, d.N);
-  const int nr = blk.nr();
+  const int mr = v.at("mr"), nr = v.at("vw") * v.at("nv");
   const int64_t npad = static_cast<int64_t>(round_up(static_cast<size_t>(d.N), nr));
   require_int32(ctx, {d.M, d.N, d.K, npad * d.K, d.a_rs, d.a_ks, d.c_rs, d.c_cs});
-  const std::string opts = "-DMR=" + std::to_string(blk.mr) + " -DVW=" + std::to_string(blk.vw) +
-                           " -DNV=" + std::to_string(blk.nv);
+  const std::string opts = "-DMR=" + std::to_string(mr) + " -DVW=" + std::to_string(v.at("vw")) +
+                           " -DNV=" + std::to_string(v.at("nv"));
 
   // B packed: a constant is packed once here; anything else by a kernel before every product.
-  DeviceBuilder& dev = ctx.dev();
-  std::shared_ptr<const Tensor> b_const = ctx.graph().values[d.b_value].data;
   cl_mem bp;
-  if (b_const) {
-    bp = constant_buffer(ctx, "packed_b", pack_b_host(*b_const, d, nr, npad));
+  if (ctx.is_const(d.b_input)) {
+    bp = ctx.constant_floats(pack_b_host(ctx.in_data(d.b_input), d, nr, npad));
   } else {
-    bp = scratch_buffer(ctx, "packed_b", static_cast<size_t>(d.b_count * npad * d.K));
-    ctx.launch(
-        "gemm", "gemm_f32_pack_b", opts,
-        {static_cast<size_t>(npad), static_cast<size_t>(d.K), static_cast<size_t>(d.b_count)}, {},
-        dev.buffer_of(d.b_value), static_cast<int32_t>(d.b_ks), static_cast<int32_t>(d.b_ns),
-        static_cast<int64_t>(d.b_bs), bp, static_cast<int32_t>(d.K), static_cast<int32_t>(d.N),
-        static_cast<int32_t>(npad));
+    bp = ctx.scratch(DType::Float32, {d.b_count * npad * d.K}).mem;
+    ctx.launch("gemm", "gemm_f32_pack_b", opts,
+               {static_cast<size_t>(npad), static_cast<size_t>(d.K), static_cast<size_t>(d.b_count)}, {},
+               ctx.in_buf(d.b_input), static_cast<int32_t>(d.b_ks), static_cast<int32_t>(d.b_ns),
+               static_cast<int64_t>(d.b_bs), bp, static_cast<int32_t>(d.K), static_cast<int32_t>(d.N),
+               static_cast<int32_t>(npad));
   }
 
   std::vector<int64_t> off(static_cast<size_t>(2 * batch));
@@ -108,23 +89,41 @@ void launch_gemm(OpContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
     off[2 * b] = d.a_off[b];
     off[2 * b + 1] = (d.b_index.empty() ? 0 : d.b_index[b]) * npad * d.K;
   }
-  cl_mem offs = dev.params(off.data(), off.size() * sizeof(int64_t));
+  cl_mem offs = ctx.params(off.data(), off.size() * sizeof(int64_t));
   std::string run_opts = opts + epilogue_defines(d.epilogue);
-  cl_mem c = d.c ? d.c : y;  // any valid buffer stands in for an absent operand
-  cl_mem residual = d.epilogue.residual >= 0 ? dev.buffer_of(d.epilogue.residual) : y;
+  cl_mem c = d.c ? d.c : p.y;  // any valid buffer stands in for an absent operand
+  cl_mem residual = d.epilogue.residual >= 0 ? ctx.value(d.epilogue.residual).mem : p.y;
   if (d.c && d.beta != 0.0f) run_opts += " -DHAS_C";
   ctx.launch("gemm", "gemm_f32_packed", run_opts,
-             {static_cast<size_t>((d.M + blk.mr - 1) / blk.mr), static_cast<size_t>(npad / nr),
-              static_cast<size_t>(batch)},
-             {1, 1, 1}, a, static_cast<int32_t>(d.a_rs), static_cast<int32_t>(d.a_ks), bp, offs, c,
-             static_cast<int32_t>(d.c_rs), static_cast<int32_t>(d.c_cs), residual, y,
-             static_cast<int32_t>(d.M), static_cast<int32_t>(d.N), static_cast<int32_t>(d.K),
-             d.alpha, d.beta);
+             {static_cast<size_t>((d.M + mr - 1) / mr), static_cast<size_t>(npad / nr), static_cast<size_t>(batch)},
+             {1, 1, 1}, p.a, static_cast<int32_t>(d.a_rs), static_cast<int32_t>(d.a_ks), bp, offs, c,
+             static_cast<int32_t>(d.c_rs), static_cast<int32_t>(d.c_cs), residual, p.y, static_cast<int32_t>(d.M),
+             static_cast<int32_t>(d.N), static_cast<int32_t>(d.K), d.alpha, d.beta);
+}
+
+const KernelFamily<GemmProblem>& gemm_family() {
+  static const KernelFamily<GemmProblem> f{
+      "gemm",
+      {
+          {"packed", "register-blocked: MR rows x VW*NV columns per work-item, B packed in panels",
+           {{"mr", {1, 2, 4, 6, 8}}, {"vw", {4, 8, 16}}, {"nv", {1, 2}}},
+           packed_applies, packed_valid, packed_defaults, packed_run},
+      }};
+  return f;
+}
+
+}  // namespace
+
+std::vector<VariantInfo> gemm_variant_info() { return family_info(gemm_family()); }
+
+void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
+  if (d.M == 0 || d.N == 0 || d.a_off.empty()) return;
+  run_variant(ctx, gemm_family(), GemmProblem{&d, a, y});
 }
 
 namespace {
 
-void require_f32(OpContext& ctx, int i) {
+void require_f32(const OpContext& ctx, int i) {
   if (ctx.in_type(i) != DType::Float32)
     ctx.unsupported(std::string("only float32 inputs are supported, input ") + std::to_string(i) +
                     " is " + ocl_infer::dtype_name(ctx.in_type(i)));
@@ -136,7 +135,7 @@ struct GemmShape {
   int64_t c_rs = 0, c_cs = 0;
 };
 
-GemmShape gemm_shape(OpContext& ctx) {
+GemmShape gemm_shape(const OpContext& ctx) {
   const Node& n = ctx.node();
   const Shape &a = ctx.in_shape(0), &b = ctx.in_shape(1);
   if (a.size() != 2 || b.size() != 2)
@@ -170,7 +169,8 @@ void gemm_infer(OpContext& ctx) {
   ctx.set_out(0, DType::Float32, {s.M, s.N});
 }
 
-void gemm_build(OpContext& ctx) {
+void gemm_build(BuildContext& ctx) {
+  ctx.require_storage(DType::Float32);
   const Node& n = ctx.node();
   GemmShape s = gemm_shape(ctx);
   const bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
@@ -180,7 +180,7 @@ void gemm_build(OpContext& ctx) {
   d.K = s.K;
   d.a_rs = ta ? 1 : s.K;
   d.a_ks = ta ? s.M : 1;
-  d.b_value = n.inputs[1];
+  d.b_input = 1;
   d.b_ks = tb ? 1 : s.N;
   d.b_ns = tb ? s.K : 1;
   d.alpha = n.attr_float("alpha", 1.0f);
@@ -200,7 +200,7 @@ struct MatmulShape {
   int64_t M, N, K;
 };
 
-MatmulShape matmul_shape(OpContext& ctx) {
+MatmulShape matmul_shape(const OpContext& ctx) {
   const Shape &a = ctx.in_shape(0), &b = ctx.in_shape(1);
   if (a.empty() || b.empty()) ctx.fail("MatMul inputs must have rank >= 1");
   MatmulShape s;
@@ -228,7 +228,8 @@ void matmul_infer(OpContext& ctx) {
   ctx.set_out(0, DType::Float32, s.out);
 }
 
-void matmul_build(OpContext& ctx) {
+void matmul_build(BuildContext& ctx) {
+  ctx.require_storage(DType::Float32);
   const Node& n = ctx.node();
   MatmulShape s = matmul_shape(ctx);
   GemmDesc d;
@@ -236,7 +237,7 @@ void matmul_build(OpContext& ctx) {
   d.N = s.N;
   d.K = s.K;
   d.a_rs = s.K;
-  d.b_value = n.inputs[1];
+  d.b_input = 1;
   d.b_ks = s.N;
   d.epilogue = n.epilogue;
   d.b_count = numel(s.b_batch);
@@ -257,12 +258,53 @@ void matmul_build(OpContext& ctx) {
   launch_gemm(ctx, ctx.in_buf(0), ctx.out_buf(0), d);
 }
 
+double gemm_flops(const OpContext& ctx) {
+  const Shape& a = ctx.in_shape(0);
+  const int64_t k = ctx.node().attr_int("transA", 0) ? a[0] : a[1];
+  return static_cast<double>(numel(ctx.out_shape(0))) * (2.0 * static_cast<double>(k) + (ctx.has_input(2) ? 1 : 0));
+}
+
+double matmul_flops(const OpContext& ctx) {
+  const Shape& a = ctx.in_shape(0);
+  const int64_t k = a.empty() ? 1 : a.back();
+  return static_cast<double>(numel(ctx.out_shape(0))) * 2.0 * static_cast<double>(k);
+}
+
+// Folding a per-column affine into Gemm: B's output columns (its rows when transposed); only a
+// per-column (or scalar) C can become a per-channel bias, and A must be a plain 2-D operand.
+int64_t gemm_affine_channels(const OpContext& ctx) {
+  if (!ctx.is_const(1) || (ctx.has_input(2) && !ctx.is_const(2))) return -1;
+  const Shape& w = ctx.in_shape(1);
+  if (w.size() != 2) return -1;
+  if (ctx.node().attr_int("transA", 0) != 0 && ctx.in_shape(0).size() != 2) return -1;
+  const int64_t n = ctx.node().attr_int("transB", 0) ? w[0] : w[1];
+  if (ctx.has_input(2)) {
+    const Shape& c = ctx.in_shape(2);
+    if (!(numel(c) == 1 || (c.size() == 1 && c[0] == n) || (c.size() == 2 && c[0] == 1 && c[1] == n))) return -1;
+  }
+  return n;
+}
+
+void gemm_scale_weights(const OpContext& ctx, Tensor& w, const std::vector<double>& scale) {
+  const bool tb = ctx.node().attr_int("transB", 0) != 0;
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  float* wd = w.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) {
+      const int64_t c = tb ? r : q;
+      wd[r * cols + q] = static_cast<float>(wd[r * cols + q] * scale[c]);
+    }
+}
+
+double gemm_bias_scale(const OpContext& ctx) { return ctx.node().attr_float("beta", 1.f); }
+
+const ChannelAffine kGemmAffine{gemm_affine_channels, gemm_scale_weights, 1, 2, gemm_bias_scale, "beta"};
+
 }  // namespace
 
 void add_gemm_ops(std::vector<OpDef>& t) {
-  // Both honour Node::epilogue (the last field): a fused activation / residual add.
-  t.push_back({"Gemm", 1, gemm_infer, nullptr, gemm_build, 0, false, false, false, true});
-  t.push_back({"MatMul", 1, matmul_infer, nullptr, matmul_build, 0, false, false, false, true});
+  t.push_back(OpDef("Gemm", 1, gemm_infer).build(gemm_build).epilogue().flops(gemm_flops).affine(&kGemmAffine));
+  t.push_back(OpDef("MatMul", 1, matmul_infer).build(matmul_build).epilogue().flops(matmul_flops));
 }
 
 }  // namespace oi

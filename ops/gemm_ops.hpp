@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/op.hpp"
+#include "ops/build_context.hpp"
+#include "ops/variants.hpp"
 
 namespace oi {
 
@@ -17,10 +18,10 @@ struct GemmDesc {
   // A[b][m][k] is element a_off[b] + m*a_rs + k*a_ks of `a`.
   int64_t a_rs = 0, a_ks = 1;
   std::vector<int64_t> a_off{0};
-  // B is value `b_value` (a constant is packed at plan time, anything else by a kernel at run
-  // time). Its matrix j holds B[j][k][n] at j*b_bs + k*b_ks + n*b_ns; batch b uses matrix
+  // B is the node's input `b_input` (a constant is packed at plan time, anything else by a kernel
+  // at run time). Its matrix j holds B[j][k][n] at j*b_bs + k*b_ks + n*b_ns; batch b uses matrix
   // b_index[b] (empty: matrix 0 for every batch). b_count: how many matrices B holds.
-  int b_value = -1;
+  int b_input = 1;
   int64_t b_ks = 0, b_ns = 1, b_bs = 0, b_count = 1;
   std::vector<int64_t> b_index;
   float alpha = 1, beta = 0;
@@ -31,15 +32,8 @@ struct GemmDesc {
   Epilogue epilogue;
 };
 
-// Appends the launches (a B-packing pass when B is not constant, then the product). Requires
-// float32 operands; fails for sizes beyond int32 indexing.
-void launch_gemm(OpContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d);
-
-// Plan-time helpers for intermediates, added to the graph as values named "<node>/<tag>" so the
-// planner owns and accounts for their buffers. Both invalidate references into graph().values.
-// A device-only float32 buffer of `floats` elements (at least 1), contents undefined.
-cl_mem scratch_buffer(OpContext& ctx, const std::string& tag, size_t floats);
-// A constant float32 buffer holding `data` (e.g. weights repacked at plan time).
-cl_mem constant_buffer(OpContext& ctx, const std::string& tag, const std::vector<float>& data);
+// Appends the launches of the gemm family's chosen variant (a B-packing pass when B is not
+// constant, then the product). Requires float32 operands; fails for sizes beyond int32 indexing.
+void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d);
 
 }  // namespace oi

@@ -6,7 +6,7 @@
 
 #include "ops/elementwise.hpp"
 #include "ops/epilogue.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 #include "ops/reduce_ops.hpp"
 
 namespace oi {
@@ -82,15 +82,15 @@ void bn_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
 }
 
-void bn_build(OpContext& ctx) {
+void bn_build(BuildContext& ctx) {
   const DType t = ctx.in_type(0);
   const BnGeom g = bn_geom(ctx);
   const int64_t n = numel(ctx.in_shape(0));
   const double eps = ctx.node().attr_float("epsilon", 1e-5f);
   const Epilogue& epi = ctx.node().epilogue;
   const std::string opts = float_type_defines(ctx, t) + index_defines(n) + epilogue_defines(epi);
-  cl_mem residual = epi.residual >= 0 ? ctx.dev().buffer_of(epi.residual) : ctx.out_buf(0);
-  const size_t local = 64;
+  cl_mem residual = epi.residual >= 0 ? ctx.value(epi.residual).mem : ctx.out_buf(0);
+  const size_t local = ctx.caps().linear_local();
   const std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (ctx.is_const(1) && ctx.is_const(2) && ctx.is_const(3) && ctx.is_const(4)) {
     // Fold everything into y = x * a + b, in double so that folding adds no rounding of its own.
@@ -102,8 +102,8 @@ void bn_build(OpContext& ctx) {
       host_set_f(a, c, k);
       host_set_f(b, c, bias - mean * k);
     }
-    cl_mem am = ctx.dev().params(a.bytes.data(), a.bytes.size());
-    cl_mem bm = ctx.dev().params(b.bytes.data(), b.bytes.size());
+    cl_mem am = ctx.params(a.bytes.data(), a.bytes.size());
+    cl_mem bm = ctx.params(b.bytes.data(), b.bytes.size());
     ctx.launch("norm", "bn_scale_shift", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), am,
                bm, n, g.block, g.channels, residual);
     return;
@@ -125,13 +125,13 @@ struct RowNorm {
 };
 
 // One work-group per row (see norm_rows in kernels/norm.cl).
-void launch_norm_rows(OpContext& ctx, const RowNorm& rn) {
+void launch_norm_rows(BuildContext& ctx, const RowNorm& rn) {
   const DType t = ctx.in_type(0);
   const ReduceGeometry g = reduce_geometry(ctx.in_shape(0), rn.reduced);
   const std::string base = float_type_defines(ctx, t) + g.defines() + rn.defines;
   if (g.n_out == 0 || g.n_red == 0) return;
   const auto p = g.params();
-  cl_mem pm = ctx.dev().params(p.data(), p.size() * sizeof(int64_t));
+  cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
   std::string opts;
   const size_t wg = pick_work_group(ctx, "norm", "norm_rows", base, row_work_group(g.n_red), &opts);
   cl_mem none = nullptr;
@@ -187,7 +187,7 @@ void ln_infer(OpContext& ctx) {
   ctx.set_out(2, DType::Float32, stats);
 }
 
-void ln_build(OpContext& ctx) {
+void ln_build(BuildContext& ctx) {
   const size_t axis = static_cast<size_t>(ln_axis(ctx));
   RowNorm rn;
   rn.reduced.assign(ctx.in_shape(0).size(), false);
@@ -218,7 +218,7 @@ void instnorm_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), xs);
 }
 
-void instnorm_build(OpContext& ctx) {
+void instnorm_build(BuildContext& ctx) {
   RowNorm rn;
   rn.reduced.assign(ctx.in_shape(0).size(), true);
   rn.reduced[0] = rn.reduced[1] = false;
@@ -246,7 +246,7 @@ void mvn_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
 }
 
-void mvn_build(OpContext& ctx) {
+void mvn_build(BuildContext& ctx) {
   RowNorm rn;
   rn.reduced = mvn_reduced(ctx);
   // The ONNX function body divides by sqrt(variance) + 1e-9.
@@ -266,11 +266,11 @@ void lrn_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), xs);
 }
 
-void lrn_build(OpContext& ctx) {
+void lrn_build(BuildContext& ctx) {
   const Node& n = ctx.node();
   const Shape& xs = ctx.in_shape(0);
   const int64_t total = numel(xs);
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("norm", "lrn", float_type_defines(ctx, ctx.in_type(0)) + index_defines(total),
              {round_up(static_cast<size_t>(total), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
              total, xs[1], product(xs, 2, xs.size()), static_cast<int32_t>(n.attr_int("size", 1)),
@@ -300,7 +300,7 @@ void softmax_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
 }
 
-void softmax_build(OpContext& ctx) {
+void softmax_build(BuildContext& ctx) {
   const std::string& op = ctx.node().op_type;
   const SoftmaxGeom g = softmax_geom(ctx);
   const std::string macro = op == "Softmax"      ? "SOFTMAX"
@@ -317,10 +317,14 @@ void softmax_build(OpContext& ctx) {
                ctx.in_buf(0), ctx.out_buf(0), g.len);
     return;
   }
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("softmax", "softmax_generic", opts, {round_up(static_cast<size_t>(n_out), local)},
              {local}, ctx.in_buf(0), ctx.out_buf(0), n_out, g.len, g.inner);
 }
+
+double two_per_output(const OpContext& ctx) { return 2.0 * static_cast<double>(numel(ctx.out_shape(0))); }
+double three_per_output(const OpContext& ctx) { return 3.0 * static_cast<double>(numel(ctx.out_shape(0))); }
+double one_per_output(const OpContext& ctx) { return static_cast<double>(numel(ctx.out_shape(0))); }
 
 }  // namespace
 
@@ -329,25 +333,22 @@ void add_norm_ops(std::vector<OpDef>& t) {
   // row (the rest) is read in full by the work-item or work-group that writes it, and no other
   // input can have the output's shape. Not LayerNormalization (Scale may have X's shape) nor LRN
   // (reads neighbouring channels).
-  auto row = [&](const char* op, int v, void (*infer)(OpContext&), void (*build)(OpContext&),
-                 bool inplace) {
-    OpDef d{op, v, infer, nullptr, build};
-    d.inplace = inplace;
-    t.push_back(d);
-  };
   // BatchNormalization: 6 (is_test, spatial), 7 (spatial), 9 (always spatial), 14
-  // (training_mode), 15 (separate types for the statistics).
-  // A standalone BatchNormalization (no foldable producer) takes the activation after it.
-  for (int v : {6, 7, 9, 14, 15}) {
-    row("BatchNormalization", v, bn_infer, bn_build, true);
-    t.back().epilogue = true;
+  // (training_mode), 15 (separate types for the statistics). A standalone BatchNormalization (no
+  // foldable producer) takes the activation after it.
+  for (int v : {6, 7, 9, 14, 15})
+    t.push_back(OpDef("BatchNormalization", v, bn_infer).build(bn_build).inplace().epilogue().flops(two_per_output));
+  for (int v : {1, 6})
+    t.push_back(OpDef("InstanceNormalization", v, instnorm_infer).build(instnorm_build).inplace().flops(two_per_output));
+  t.push_back(OpDef("LayerNormalization", 17, ln_infer).build(ln_build).flops(two_per_output));
+  for (int v : {9, 13})
+    t.push_back(OpDef("MeanVarianceNormalization", v, mvn_infer).build(mvn_build).inplace().flops(one_per_output));
+  for (int v : {1, 13}) t.push_back(OpDef("LRN", v, lrn_infer).build(lrn_build).flops(one_per_output));
+  for (int v : {1, 11, 13}) {
+    t.push_back(OpDef("Softmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output));
+    t.push_back(OpDef("LogSoftmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output));
+    t.push_back(OpDef("Hardmax", v, softmax_infer).build(softmax_build).inplace().flops(one_per_output));
   }
-  for (int v : {1, 6}) row("InstanceNormalization", v, instnorm_infer, instnorm_build, true);
-  row("LayerNormalization", 17, ln_infer, ln_build, false);
-  for (int v : {9, 13}) row("MeanVarianceNormalization", v, mvn_infer, mvn_build, true);
-  for (int v : {1, 13}) row("LRN", v, lrn_infer, lrn_build, false);
-  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
-    for (int v : {1, 11, 13}) row(op, v, softmax_infer, softmax_build, true);
 }
 
 }  // namespace oi

@@ -4,6 +4,7 @@
 
 #include "ops/conv_ops.hpp"
 #include "ops/elementwise.hpp"
+#include "ops/variants.hpp"
 
 namespace oi {
 
@@ -23,7 +24,7 @@ bool is_global(const std::string& op) {
   return op.rfind("Global", 0) == 0;
 }
 
-void check_input(OpContext& ctx, Kind kind) {
+void check_input(const OpContext& ctx, Kind kind) {
   const Shape& x = ctx.in_shape(0);
   if (x.size() < 3)
     ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + shape_to_string(x));
@@ -36,7 +37,7 @@ void check_input(OpContext& ctx, Kind kind) {
                     " are not supported");
 }
 
-Window pool_window(OpContext& ctx) {
+Window pool_window(const OpContext& ctx) {
   const Node& n = ctx.node();
   const Shape& x = ctx.in_shape(0);
   std::vector<int64_t> sp(x.begin() + 2, x.end());
@@ -74,67 +75,128 @@ const char* lowest(DType t) {
   }
 }
 
-void pool_build(OpContext& ctx) {
+// Everything a pool variant needs to know about one node.
+struct PoolDesc {
+  Kind kind;
+  Window w;
+  DType t;
+  bool indices;
+  std::string opts;           // type, reduction and window build options
+  std::vector<int32_t> geom;  // in, out, k, s, d, pb, pe (3 each)
+  int64_t planes;             // N * C
+};
+
+bool small_window(const PoolDesc& d) { return d.geom[6] * d.geom[7] * d.geom[8] <= 64; }
+
+// rows: MaxPool with a small window and no indices, one output row per work-item (1.5x faster on
+// PoCL than one output per work-item).
+bool rows_applies(const PoolDesc& d, const DeviceCaps&) {
+  return d.kind == Kind::Max && !d.indices && small_window(d);
+}
+VariantParams rows_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
+void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
+  const size_t rows = static_cast<size_t>(d.geom[3] * d.geom[4]);
+  ctx.launch("pool", "pool_max_rows", d.opts, {rows, static_cast<size_t>(d.planes)}, {1, 1}, ctx.in_buf(0),
+             ctx.out_buf(0), ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
+}
+
+// generic: one output per work-item, work-groups of a row segment (PoCL then runs a row as one
+// vectorizable loop instead of paying its per-work-group cost for every output).
+bool generic_applies(const PoolDesc&, const DeviceCaps&) { return true; }
+VariantParams generic_defaults(const PoolDesc& d, const DeviceCaps&) {
+  const int64_t ow = d.geom[5], rows = d.geom[3] * d.geom[4];
+  const int local_w = ow >= 32 ? 32 : ow >= 16 ? 16 : ow >= 8 ? 8 : 1;
+  const int local_h = local_w == 1 ? 1 : rows >= 8 ? 8 : 1;
+  return {{"local_w", local_w}, {"local_h", local_h}};
+}
+bool generic_valid(const PoolDesc&, const DeviceCaps& c, const VariantParams& p) {
+  const int w = p.at("local_w"), h = p.at("local_h");
+  return w >= 1 && h >= 1 && static_cast<size_t>(w) * static_cast<size_t>(h) <= c.max_work_group_size;
+}
+void generic_run(BuildContext& ctx, const PoolDesc& d, const VariantParams& p) {
+  const size_t ow = static_cast<size_t>(d.geom[5]), rows = static_cast<size_t>(d.geom[3] * d.geom[4]);
+  const size_t local_w = static_cast<size_t>(p.at("local_w")), local_h = static_cast<size_t>(p.at("local_h"));
+  cl_mem y = ctx.out_buf(0);
+  cl_mem idx = d.indices ? ctx.out_buf(1) : y;
+  ctx.launch("pool", "pool_generic", d.opts,
+             {(ow + local_w - 1) / local_w * local_w, (rows + local_h - 1) / local_h * local_h,
+              static_cast<size_t>(d.planes)},
+             {local_w, local_h, 1}, ctx.in_buf(0), y, idx, ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
+}
+
+const KernelFamily<PoolDesc>& pool_family() {
+  static const KernelFamily<PoolDesc> f{
+      "pool",
+      {
+          {"rows", "MaxPool, window <= 64 taps, no indices: one output row per work-item", {}, rows_applies,
+           nullptr, rows_defaults, rows_run},
+          {"generic", "any pooling: one output per work-item, row-segment work-groups",
+           {{"local_w", {1, 8, 16, 32}}, {"local_h", {1, 8}}}, generic_applies, generic_valid, generic_defaults,
+           generic_run},
+      }};
+  return f;
+}
+
+void pool_build(BuildContext& ctx) {
   const Node& n = ctx.node();
-  const Kind kind = kind_of(n.op_type);
-  const Window w = pool_window(ctx);
-  const DType t = ctx.in_type(0);
-  std::string opts = type_defines({{"T", t}});
-  switch (kind) {
+  PoolDesc d;
+  d.kind = kind_of(n.op_type);
+  d.w = pool_window(ctx);
+  d.t = ctx.input(0).dtype;
+  d.indices = ctx.has_output(1);
+  if (ctx.output(0).dtype != d.t) ctx.unsupported("input and output storage types differ");
+  d.opts = type_defines({{"T", d.t}});
+  switch (d.kind) {
     case Kind::Max:
-      opts += std::string(" -DPOOL_MAX -DT_LOWEST=") + lowest(t);
-      if (ctx.has_output(1)) {
-        opts += " -DHAS_INDICES";
-        if (n.attr_int("storage_order", 0) != 0) opts += " -DCOLUMN_MAJOR";
+      d.opts += std::string(" -DPOOL_MAX -DT_LOWEST=") + lowest(d.t);
+      if (d.indices) {
+        d.opts += " -DHAS_INDICES";
+        if (n.attr_int("storage_order", 0) != 0) d.opts += " -DCOLUMN_MAJOR";
       }
       break;
     case Kind::Avg:
-      opts += " -DPOOL_AVG";
-      if (n.attr_int("count_include_pad", 0) != 0) opts += " -DCOUNT_PAD";
+      d.opts += " -DPOOL_AVG";
+      if (n.attr_int("count_include_pad", 0) != 0) d.opts += " -DCOUNT_PAD";
       break;
     case Kind::Lp: {
       const int64_t p = n.attr_int("p", 2);
       if (p < 1) ctx.fail("p must be >= 1, got " + std::to_string(p));
-      opts += " -DPOOL_LP -DP_NORM=" + std::to_string(p);
+      d.opts += " -DPOOL_LP -DP_NORM=" + std::to_string(p);
       break;
     }
   }
-  const auto in3 = to3(w.in, 1), out3 = to3(w.out, 1);
-  std::vector<int32_t> p;
-  for (const auto& a :
-       {in3, out3, to3(w.k, 1), to3(w.s, 1), to3(w.d, 1), to3(w.pb, 0), to3(w.pe, 0)})
-    for (int64_t v : a) p.push_back(static_cast<int32_t>(v));
+  for (const auto& a : {to3(d.w.in, 1), to3(d.w.out, 1), to3(d.w.k, 1), to3(d.w.s, 1), to3(d.w.d, 1),
+                        to3(d.w.pb, 0), to3(d.w.pe, 0)})
+    for (int64_t v : a) d.geom.push_back(static_cast<int32_t>(v));
   const Shape& x = ctx.in_shape(0);
-  cl_mem y = ctx.out_buf(0);
-  cl_mem idx = ctx.has_output(1) ? ctx.out_buf(1) : y;
+  d.planes = x[0] * x[1];
   // Small windows become compile-time constants so the loops unroll (global pools keep the
   // runtime loop: their window is the whole plane).
   static const char* names[] = {"KD", "KH", "KW", "SD", "SH", "SW", "DD", "DH", "DW"};
-  if (p[6] * p[7] * p[8] <= 64)
-    for (int i = 0; i < 9; ++i) opts += std::string(" -DWIN_") + names[i] + "=" + std::to_string(p[6 + i]);
-  // A row of outputs per work-group: PoCL runs it as one vectorizable loop instead of paying its
-  // per-work-group cost for every output.
-  const size_t ow = static_cast<size_t>(out3[2]);
-  const size_t local_w = ow >= 32 ? 32 : ow >= 16 ? 16 : ow >= 8 ? 8 : 1;
-  const size_t rows = static_cast<size_t>(out3[0] * out3[1]);
-  if (kind == Kind::Max && !ctx.has_output(1) && p[6] * p[7] * p[8] <= 64) {
-    ctx.launch("pool", "pool_max_rows", opts, {rows, static_cast<size_t>(x[0] * x[1])}, {1, 1},
-               ctx.in_buf(0), y, ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
-    return;
+  if (small_window(d))
+    for (int i = 0; i < 9; ++i) d.opts += std::string(" -DWIN_") + names[i] + "=" + std::to_string(d.geom[6 + i]);
+  run_variant(ctx, pool_family(), d);
+}
+
+double pool_flops(const OpContext& ctx) {
+  double k = 1;
+  if (is_global(ctx.node().op_type)) {
+    const Shape& x = ctx.in_shape(0);
+    for (size_t i = 2; i < x.size(); ++i) k *= static_cast<double>(x[i]);
+  } else {
+    for (auto d : ctx.node().attr_ints("kernel_shape", {})) k *= static_cast<double>(d);
   }
-  const size_t local_h = local_w == 1 ? 1 : rows >= 8 ? 8 : 1;
-  ctx.launch("pool", "pool_generic", opts,
-             {(ow + local_w - 1) / local_w * local_w, (rows + local_h - 1) / local_h * local_h,
-              static_cast<size_t>(x[0] * x[1])},
-             {local_w, local_h, 1}, ctx.in_buf(0), y, idx, ctx.dev().params(p.data(), p.size() * sizeof(int32_t)));
+  return static_cast<double>(numel(ctx.out_shape(0))) * k;
 }
 
 }  // namespace
 
+std::vector<VariantInfo> pool_variant_info() { return family_info(pool_family()); }
+
 void add_pool_ops(std::vector<OpDef>& t) {
   for (const char* op :
        {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"})
-    t.push_back({op, 1, pool_infer, nullptr, pool_build});
+    t.push_back(OpDef(op, 1, pool_infer).build(pool_build).flops(pool_flops));
 }
 
 }  // namespace oi

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "ops/elementwise.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -53,9 +53,9 @@ ReduceGeometry reduce_geometry(const Shape& shape, const std::vector<bool>& redu
   return g;
 }
 
-size_t pick_work_group(OpContext& ctx, const std::string& file, const std::string& entry,
+size_t pick_work_group(BuildContext& ctx, const std::string& file, const std::string& entry,
                        const std::string& options, size_t want, std::string* opts) {
-  ClRuntime& cl = ctx.dev().cl();
+  ClRuntime& cl = ctx.cl();
   for (size_t wg = want;; wg /= 2) {
     std::string o = options + " -DWG=" + std::to_string(wg);
     KernelPtr k = cl.kernel(file, entry, o);
@@ -315,13 +315,13 @@ std::string reduce_type_defines(OpContext& ctx, DType t) {
   return s;
 }
 
-void reduce_build(OpContext& ctx) {
+void reduce_build(BuildContext& ctx) {
   const Node& n = ctx.node();
   const ReduceAxes ax = reduce_axes(ctx);
   if (ax.noop) {
     // A copy, not a view: whether this node is a view is known only per node, and the buffer
     // planner decides views per op type.
-    launch_elementwise(ctx, "CAST", {n.inputs[0]}, n.outputs[0]);
+    launch_elementwise(ctx, "CAST", {ctx.input(0)}, ctx.output(0));
     return;
   }
   const DType t = ctx.in_type(0);
@@ -330,7 +330,7 @@ void reduce_build(OpContext& ctx) {
                            reduce_type_defines(ctx, t) + g.defines();
   if (g.n_out == 0) return;
   const auto p = g.params();
-  cl_mem pm = ctx.dev().params(p.data(), p.size() * sizeof(int64_t));
+  cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
   // A work-group per output when each output reduces enough elements and either they are
   // contiguous (the group's reads coalesce) or there are too few outputs to fill the device.
   if (g.n_red >= 32 && (g.inner_contiguous() || g.n_out < 512)) {
@@ -340,7 +340,7 @@ void reduce_build(OpContext& ctx) {
                ctx.out_buf(0), pm, g.n_red);
     return;
   }
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("reduce", "reduce_generic", opts, {round_up(static_cast<size_t>(g.n_out), local)},
              {local}, ctx.in_buf(0), ctx.out_buf(0), pm, g.n_out, g.n_red);
 }
@@ -382,7 +382,7 @@ void arg_host(OpContext& ctx) {
   const ArgSpec a = arg_spec(ctx);
   const bool is_max = ctx.node().op_type == "ArgMax";
   const Tensor& x = ctx.in_data(0);
-  Tensor y(DType::Int64, ctx.out(0).shape);
+  Tensor y(DType::Int64, ctx.out_shape(0));
   for (int64_t o = 0; o < a.outer; ++o)
     for (int64_t in = 0; in < a.inner; ++in) {
       const int64_t base = o * a.len * a.inner + in;
@@ -401,7 +401,7 @@ void arg_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void arg_build(OpContext& ctx) {
+void arg_build(BuildContext& ctx) {
   const ArgSpec a = arg_spec(ctx);
   const DType t = ctx.in_type(0);
   if (t == DType::Float16) ctx.unsupported("float16 inputs on the device are not supported yet");
@@ -410,22 +410,30 @@ void arg_build(OpContext& ctx) {
   if (a.last) opts += " -DSELECT_LAST";
   if (t == DType::Float64) opts += " -DUSE_FP64";
   const int64_t n_out = a.outer * a.inner;
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("reduce", "arg_reduce", opts, {round_up(static_cast<size_t>(n_out), local)}, {local},
              ctx.in_buf(0), ctx.out_buf(0), n_out, a.len, a.inner);
 }
+
+// One operation per input element.
+double per_input_element(const OpContext& ctx) { return static_cast<double>(numel(ctx.in_shape(0))); }
 
 }  // namespace
 
 void add_reduce_ops(std::vector<OpDef>& t) {
   for (const ReduceOp& r : kReduce) {
-    t.push_back({r.onnx, 1, reduce_infer, reduce_host, reduce_build});
+    t.push_back(OpDef(r.onnx, 1, reduce_infer).host(reduce_host).build(reduce_build).flops(per_input_element));
     // From this opset the axes come as input 1, needed at plan time.
-    t.push_back({r.onnx, r.axes_input_since, reduce_infer, reduce_host, reduce_build, 1u << 1});
+    t.push_back(OpDef(r.onnx, r.axes_input_since, reduce_infer)
+                    .host(reduce_host)
+                    .build(reduce_build)
+                    .value_inputs({1})
+                    .flops(per_input_element));
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
-    t.push_back({op, 1, arg_infer, arg_host, arg_build});
-    t.push_back({op, 12, arg_infer, arg_host, arg_build});  // adds select_last_index
+    t.push_back(OpDef(op, 1, arg_infer).host(arg_host).build(arg_build).flops(per_input_element));
+    // Opset 12 adds select_last_index.
+    t.push_back(OpDef(op, 12, arg_infer).host(arg_host).build(arg_build).flops(per_input_element));
   }
 }
 

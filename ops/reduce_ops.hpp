@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/op.hpp"
+#include "ops/build_context.hpp"
 
 namespace oi {
 
@@ -44,7 +44,7 @@ inline size_t row_work_group(int64_t n) {
 // kernels/<file>.cl:<entry> with `options` + " -DWG=<n>", starting from `want` (a power of two)
 // and halving until the device accepts the size for that kernel. Returns n; *opts receives the
 // full build options.
-size_t pick_work_group(OpContext& ctx, const std::string& file, const std::string& entry,
+size_t pick_work_group(BuildContext& ctx, const std::string& file, const std::string& entry,
                        const std::string& options, size_t want, std::string* opts);
 
 }  // namespace oi

@@ -1,8 +1,8 @@
-// The operator registry: a plain table of rows keyed by (op_type, since_version), filled once
-// from each op family's file.
+// The operator registry: a plain table of rows keyed by (domain, op type, since_version), filled
+// once from each op family's file.
 #include <algorithm>
 
-#include "ops/op.hpp"
+#include "ops/core/op_def.hpp"
 
 namespace oi {
 
@@ -34,21 +34,27 @@ const std::vector<OpDef>& table() {
   return rows;
 }
 
+std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
+
 }  // namespace
 
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset) {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
+  const std::string dom = canonical_domain(domain);
   const OpDef* best = nullptr;
   for (const OpDef& d : table())
-    if (op_type == d.op_type && d.since_version <= opset &&
+    if (d.domain == dom && op_type == d.op_type && d.since_version <= opset &&
         (!best || d.since_version > best->since_version))
       best = &d;
   return best;
 }
 
+const OpDef* find_op(const Graph& g, const Node& n) {
+  return find_op(n.domain, n.op_type, g.opset(n.domain));
+}
+
 std::vector<std::string> supported_ops() {
   std::vector<std::string> r;
-  for (const OpDef& d : table()) r.push_back(d.op_type);
+  for (const OpDef& d : table()) r.push_back(d.domain.empty() ? d.op_type : d.domain + "." + d.op_type);
   std::sort(r.begin(), r.end());
   r.erase(std::unique(r.begin(), r.end()), r.end());
   return r;

@@ -5,7 +5,7 @@
 
 #include "ops/copy_view.hpp"
 #include "ops/elementwise.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -211,10 +211,10 @@ Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
   return t;
 }
 
-void resize_build(OpContext& ctx) {
+void resize_build(BuildContext& ctx) {
   const ResizeSpec s = resize_spec(ctx);
   const Shape& in = ctx.in_shape(0);
-  const Shape& out = ctx.out(0).shape;
+  const Shape& out = ctx.out_shape(0);
   const int64_t n = numel(out);
   if (n == 0) return;
   const int ndim = static_cast<int>(in.size());
@@ -254,10 +254,9 @@ void resize_build(OpContext& ctx) {
   auto st = strides_of(in);
   p.insert(p.end(), st.begin(), st.end());
   p.insert(p.end(), resized.begin(), resized.end());
-  DeviceBuilder& dev = ctx.dev();
-  cl_mem pm = dev.params(p.data(), p.size() * sizeof(int64_t));
-  cl_mem im = dev.params(tidx.data(), tidx.size() * sizeof(int32_t));
-  const size_t local = 64;
+  cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
+  cl_mem im = ctx.params(tidx.data(), tidx.size() * sizeof(int32_t));
+  const size_t local = ctx.caps().linear_local();
   std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   const DType t = ctx.in_type(0);
   const std::string idx = index_option({n, numel(in)});
@@ -267,7 +266,7 @@ void resize_build(OpContext& ctx) {
     host_set_f(extrap, 0, s.extrapolation);
     ctx.launch("resize", "resize_nearest", word_option(ctx, t) + idx, global, {local},
                ctx.in_buf(0), ctx.out_buf(0), pm, im,
-               dev.params(extrap.bytes.data(), extrap.bytes.size()), static_cast<int32_t>(ndim),
+               ctx.params(extrap.bytes.data(), extrap.bytes.size()), static_cast<int32_t>(ndim),
                static_cast<int32_t>(k), n);
     return;
   }
@@ -277,10 +276,10 @@ void resize_build(OpContext& ctx) {
       (fp64 ? "-DT=double -DACC=double -DUSE_FP64" : "-DT=float -DACC=float") + idx;
   cl_mem wm;
   if (fp64) {
-    wm = dev.params(tw.data(), tw.size() * sizeof(double));
+    wm = ctx.params(tw.data(), tw.size() * sizeof(double));
   } else {
     std::vector<float> twf(tw.begin(), tw.end());
-    wm = dev.params(twf.data(), twf.size() * sizeof(float));
+    wm = ctx.params(twf.data(), twf.size() * sizeof(float));
   }
   if (fp64)
     ctx.launch("resize", "resize_interp", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), pm,
@@ -292,13 +291,17 @@ void resize_build(OpContext& ctx) {
                static_cast<int32_t>(taps), static_cast<float>(s.extrapolation), n);
 }
 
+// One interpolation per output element.
+double resize_flops(const OpContext& ctx) { return static_cast<double>(numel(ctx.out_shape(0))); }
+
 }  // namespace
 
 void add_resize_ops(std::vector<OpDef>& t) {
-  t.push_back({"Upsample", 7, resize_infer, nullptr, resize_build});
-  t.push_back({"Upsample", 9, resize_infer, nullptr, resize_build, 0b10});
-  t.push_back({"Resize", 10, resize_infer, nullptr, resize_build, 0b10});
-  t.push_back({"Resize", 11, resize_infer, nullptr, resize_build, 0b1110});
+  // Scales and sizes come as inputs from Upsample-9 and Resize-10 on: needed at plan time.
+  t.push_back(OpDef("Upsample", 7, resize_infer).build(resize_build).flops(resize_flops));
+  t.push_back(OpDef("Upsample", 9, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops));
+  t.push_back(OpDef("Resize", 10, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops));
+  t.push_back(OpDef("Resize", 11, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops));
 }
 
 }  // namespace oi

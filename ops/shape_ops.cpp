@@ -8,7 +8,7 @@
 #include <set>
 
 #include "ops/copy_view.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -20,9 +20,8 @@ std::string ints_to_string(const std::vector<int64_t>& v) {
   return shape_to_string(v);
 }
 
-void alias_build(OpContext& ctx) {
-  ctx.dev().alias(ctx.node().outputs[0], ctx.node().inputs[0]);
-}
+// Views compute nothing: the plan gives output 0 input 0's storage (OpTraits::view).
+void view_build(BuildContext&) {}
 
 void same_bytes_host(OpContext& ctx) {
   host_same_bytes(ctx, 0, 0);
@@ -190,6 +189,15 @@ double dropout_ratio(OpContext& ctx) {
   return host_get_f(ctx.in_data(1), 0);
 }
 
+void dropout_mask(OpContext& ctx) {
+  if (!ctx.has_output(1)) return;
+  Tensor mask(ctx.out_value(1).dtype, ctx.out_shape(1));
+  for (int64_t i = 0; i < mask.numel(); ++i) host_set_i(mask, i, 1);
+  ctx.set_out_data(1, std::move(mask));
+}
+
+// The mask does not depend on the data, so it is a constant from shape inference on, even when
+// the data lives on the device.
 void dropout_infer(OpContext& ctx) {
   if (ctx.opset() >= 12 && ctx.has_input(2)) {
     if (!ctx.is_const(2)) ctx.unsupported("training_mode must be known at plan time");
@@ -199,24 +207,11 @@ void dropout_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
   // Before opset 10 the mask has the input's type; since then it is bool.
   ctx.set_out(1, ctx.opset() < 10 ? ctx.in_type(0) : DType::Bool, ctx.in_shape(0));
-}
-
-void dropout_mask(OpContext& ctx) {
-  if (!ctx.has_output(1)) return;
-  Tensor mask(ctx.out(1).dtype, ctx.out(1).shape);
-  for (int64_t i = 0; i < mask.numel(); ++i) host_set_i(mask, i, 1);
-  ctx.set_out_data(1, std::move(mask));
+  dropout_mask(ctx);
 }
 
 void dropout_host(OpContext& ctx) {
   host_same_bytes(ctx, 0, 0);
-  dropout_mask(ctx);
-}
-
-// The mask does not depend on the data, so it becomes a plan-time constant even when the data
-// lives on the device.
-void dropout_build(OpContext& ctx) {
-  alias_build(ctx);
   dropout_mask(ctx);
 }
 
@@ -340,21 +335,22 @@ void range_host(OpContext& ctx) {
 }  // namespace
 
 void add_shape_ops(std::vector<OpDef>& t) {
-  t.push_back({"Shape", 1, shape_infer, shape_host, nullptr, 0, true});
-  t.push_back({"Size", 1, size_infer, size_host, nullptr, 0, true});
-  t.push_back({"Reshape", 5, reshape_infer, same_bytes_host, alias_build, 0b10, false, true});
-  t.push_back({"Flatten", 1, flatten_infer, same_bytes_host, alias_build, 0, false, true});
-  t.push_back({"Squeeze", 1, squeeze_infer, same_bytes_host, alias_build, 0, false, true});
-  t.push_back({"Squeeze", 13, squeeze_infer, same_bytes_host, alias_build, 0b10, false, true});
-  t.push_back({"Unsqueeze", 1, unsqueeze_infer, same_bytes_host, alias_build, 0, false, true});
-  t.push_back({"Unsqueeze", 13, unsqueeze_infer, same_bytes_host, alias_build, 0b10, false, true});
-  t.push_back({"Identity", 1, identity_infer, same_bytes_host, alias_build, 0, false, true});
-  t.push_back({"Dropout", 1, dropout_infer, dropout_host, dropout_build, 0, false, true});
-  t.push_back({"Dropout", 12, dropout_infer, dropout_host, dropout_build, 0b110, false, true});
-  t.push_back({"Constant", 1, constant_infer, constant_host, nullptr});
-  t.push_back(
-      {"ConstantOfShape", 9, constant_of_shape_infer, constant_of_shape_host, nullptr, 0b1});
-  t.push_back({"Range", 11, range_infer, range_host, nullptr, 0b111});
+  t.push_back(OpDef("Shape", 1, shape_infer).host(shape_host).host_shapes_only());
+  t.push_back(OpDef("Size", 1, size_infer).host(size_host).host_shapes_only());
+  // The views: output 0 is input 0's bytes under another shape.
+  t.push_back(OpDef("Reshape", 5, reshape_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
+  t.push_back(OpDef("Flatten", 1, flatten_infer).host(same_bytes_host).build(view_build).view());
+  t.push_back(OpDef("Squeeze", 1, squeeze_infer).host(same_bytes_host).build(view_build).view());
+  t.push_back(OpDef("Squeeze", 13, squeeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
+  t.push_back(OpDef("Unsqueeze", 1, unsqueeze_infer).host(same_bytes_host).build(view_build).view());
+  t.push_back(OpDef("Unsqueeze", 13, unsqueeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
+  t.push_back(OpDef("Identity", 1, identity_infer).host(same_bytes_host).build(view_build).view());
+  t.push_back(OpDef("Dropout", 1, dropout_infer).host(dropout_host).build(view_build).view());
+  t.push_back(OpDef("Dropout", 12, dropout_infer).host(dropout_host).build(view_build).value_inputs({1, 2}).view());
+  // Always computed at plan time.
+  t.push_back(OpDef("Constant", 1, constant_infer).host(constant_host));
+  t.push_back(OpDef("ConstantOfShape", 9, constant_of_shape_infer).host(constant_of_shape_host).value_inputs({0}));
+  t.push_back(OpDef("Range", 11, range_infer).host(range_host).value_inputs({0, 1, 2}));
 }
 
 }  // namespace oi

@@ -8,7 +8,7 @@
 
 #include "ops/copy_view.hpp"
 #include "ops/elementwise.hpp"
-#include "ops/host_math.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -18,33 +18,28 @@ namespace {
 
 using ocl_infer::shape_to_string;
 
-bool flag(const std::vector<bool>& flags, int k) {
-  return k >= 0 && static_cast<size_t>(k) < flags.size() && flags[k];
-}
-
 // A copy-based op: views() describes its outputs; infer() has already set every output.
-template <std::vector<CopyView> (*views)(OpContext&)>
+template <std::vector<CopyView> (*views)(const OpContext&)>
 void copies_host(OpContext& ctx) {
   run_copies_host(ctx, views(ctx));
 }
-template <std::vector<CopyView> (*views)(OpContext&)>
-void copies_build(OpContext& ctx) {
+// Outputs the plan made views into input 0 (OpTraits::output_view_offset) are not copied.
+template <std::vector<CopyView> (*views)(const OpContext&)>
+void copies_build(BuildContext& ctx) {
   std::vector<CopyView> todo;
   for (auto& v : views(ctx))
-    if (!flag(ctx.node().outputs_are_views, v.output)) todo.push_back(v);
-  for (int k = 0; k < ctx.num_outputs(); ++k)
-    if (ctx.has_output(k)) ctx.out_buf(k);  // views already have their bytes; others get theirs
+    if (!ctx.output_is_view(v.output)) todo.push_back(v);
   run_copies_device(ctx, todo);
 }
 
 // Byte offset at which output k is one contiguous run of input 0, or -1.
-template <std::vector<CopyView> (*views)(OpContext&)>
-int64_t contiguous_view_offset(OpContext& ctx, int k) {
+template <std::vector<CopyView> (*views)(const OpContext&)>
+int64_t contiguous_view_offset(const OpContext& ctx, int k) {
   for (CopyView v : views(ctx)) {
     if (v.output != k || v.input != 0) continue;
     collapse_view(v);
     if (v.dims.size() != 1 || v.dims[0] == 0 || v.in_strides[0] != 1 || v.out_strides[0] != 1 ||
-        v.out_offset != 0 || v.dims[0] != numel(ctx.out(k).shape))
+        v.out_offset != 0 || v.dims[0] != numel(ctx.out_shape(k)))
       return -1;
     return v.in_offset * static_cast<int64_t>(ocl_infer::dtype_size(ctx.in_type(0)));
   }
@@ -52,7 +47,7 @@ int64_t contiguous_view_offset(OpContext& ctx, int k) {
 }
 
 // ---- Transpose -----------------------------------------------------------------------------
-std::vector<int64_t> transpose_perm(OpContext& ctx) {
+std::vector<int64_t> transpose_perm(const OpContext& ctx) {
   const int64_t r = static_cast<int64_t>(ctx.in_shape(0).size());
   std::vector<int64_t> def(r);
   for (int64_t d = 0; d < r; ++d) def[d] = r - 1 - d;
@@ -76,7 +71,7 @@ void transpose_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
-std::vector<CopyView> transpose_views(OpContext& ctx) {
+std::vector<CopyView> transpose_views(const OpContext& ctx) {
   return {permute_view(ctx.in_shape(0), transpose_perm(ctx))};
 }
 
@@ -86,7 +81,7 @@ struct SliceSpec {
   std::vector<int64_t> start, step;
 };
 
-SliceSpec slice_spec(OpContext& ctx) {
+SliceSpec slice_spec(const OpContext& ctx) {
   const Shape& in = ctx.in_shape(0);
   const int64_t r = static_cast<int64_t>(in.size());
   std::vector<int64_t> starts, ends, axes, steps;
@@ -144,7 +139,7 @@ void slice_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), slice_spec(ctx).out);
 }
 
-std::vector<CopyView> slice_views(OpContext& ctx) {
+std::vector<CopyView> slice_views(const OpContext& ctx) {
   SliceSpec s = slice_spec(ctx);
   auto st = strides_of(ctx.in_shape(0));
   CopyView v;
@@ -165,10 +160,10 @@ void expand_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
-std::vector<CopyView> expand_views(OpContext& ctx) {
+std::vector<CopyView> expand_views(const OpContext& ctx) {
   const Shape& in = ctx.in_shape(0);
   CopyView v;
-  v.dims = ctx.out(0).shape;
+  v.dims = ctx.out_shape(0);
   v.out_strides = strides_of(v.dims);
   auto st = strides_of(in);
   const size_t off = v.dims.size() - in.size();
@@ -178,7 +173,7 @@ std::vector<CopyView> expand_views(OpContext& ctx) {
 }
 
 // ---- Tile ----------------------------------------------------------------------------------
-std::vector<int64_t> tile_repeats(OpContext& ctx) {
+std::vector<int64_t> tile_repeats(const OpContext& ctx) {
   auto reps = ctx.in_ints(1);
   if (reps.size() != ctx.in_shape(0).size())
     ctx.fail("repeats " + shape_to_string(reps) + " must have one entry per input dim " +
@@ -197,10 +192,10 @@ void tile_infer(OpContext& ctx) {
 }
 
 // The output viewed as [r0, d0, r1, d1, ...]: the repeat dims read the input with stride 0.
-std::vector<CopyView> tile_views(OpContext& ctx) {
+std::vector<CopyView> tile_views(const OpContext& ctx) {
   auto reps = tile_repeats(ctx);
   const Shape& in = ctx.in_shape(0);
-  auto ist = strides_of(in), ost = strides_of(ctx.out(0).shape);
+  auto ist = strides_of(in), ost = strides_of(ctx.out_shape(0));
   CopyView v;
   for (size_t d = 0; d < in.size(); ++d) {
     v.dims.insert(v.dims.end(), {reps[d], in[d]});
@@ -211,7 +206,7 @@ std::vector<CopyView> tile_views(OpContext& ctx) {
 }
 
 // ---- Concat --------------------------------------------------------------------------------
-int64_t concat_axis(OpContext& ctx) {
+int64_t concat_axis(const OpContext& ctx) {
   const int64_t r = static_cast<int64_t>(ctx.in_shape(0).size());
   if (r == 0) ctx.fail("cannot concatenate scalars");
   if (ctx.opset() >= 4 && !ctx.node().has("axis")) ctx.fail("attribute 'axis' is required");
@@ -236,9 +231,9 @@ void concat_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
-std::vector<CopyView> concat_views(OpContext& ctx) {
+std::vector<CopyView> concat_views(const OpContext& ctx) {
   const int64_t axis = concat_axis(ctx);
-  auto ost = strides_of(ctx.out(0).shape);
+  auto ost = strides_of(ctx.out_shape(0));
   std::vector<CopyView> views;
   int64_t at = 0;
   for (int k = 0; k < ctx.num_inputs(); ++k) {
@@ -256,16 +251,27 @@ std::vector<CopyView> concat_views(OpContext& ctx) {
 
 // The buffer planner may have placed some inputs inside the output already (their producers wrote
 // into their slice); only the others are copied.
-void concat_build(OpContext& ctx) {
+void concat_build(BuildContext& ctx) {
   std::vector<CopyView> todo;
   for (auto& v : concat_views(ctx))
-    if (!flag(ctx.node().inputs_in_place, v.input)) todo.push_back(v);
-  ctx.out_buf(0);  // the output exists even when every input is already in place
+    if (!ctx.input_in_place(v.input)) todo.push_back(v);
   run_copies_device(ctx, todo);
 }
 
+// Input k is one contiguous block of the output when every dim before the axis is 1: its bytes
+// start at the sum of the earlier inputs' bytes.
+int64_t concat_input_offset(const OpContext& ctx, int k) {
+  const Shape& os = ctx.out_shape(0);
+  const int64_t axis = concat_axis(ctx);
+  for (int64_t d = 0; d < axis; ++d)
+    if (os[d] != 1) return -1;
+  int64_t off = 0;
+  for (int j = 0; j < k; ++j) off += numel(ctx.in_shape(j));
+  return off * static_cast<int64_t>(ocl_infer::dtype_size(ctx.in_type(0)));
+}
+
 // ---- Split ---------------------------------------------------------------------------------
-std::vector<int64_t> split_sizes(OpContext& ctx, int64_t* axis_out) {
+std::vector<int64_t> split_sizes(const OpContext& ctx, int64_t* axis_out) {
   const Shape& in = ctx.in_shape(0);
   const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(in.size()));
   *axis_out = axis;
@@ -317,7 +323,7 @@ void split_infer(OpContext& ctx) {
   }
 }
 
-std::vector<CopyView> split_views(OpContext& ctx) {
+std::vector<CopyView> split_views(const OpContext& ctx) {
   int64_t axis;
   auto sizes = split_sizes(ctx, &axis);
   auto ist = strides_of(ctx.in_shape(0));
@@ -339,7 +345,7 @@ std::vector<CopyView> split_views(OpContext& ctx) {
 
 // ---- DepthToSpace, SpaceToDepth --------------------------------------------------------------
 // Both are a reshape to 6-D, a transpose and a reshape back: one permuted copy.
-int64_t block_size(OpContext& ctx) {
+int64_t block_size(const OpContext& ctx) {
   if (ctx.in_shape(0).size() != 4)
     ctx.fail("input must be 4-D, got " + shape_to_string(ctx.in_shape(0)));
   int64_t b = ctx.node().attr_int("blocksize", 0);
@@ -357,7 +363,7 @@ void depth_to_space_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), {s[0], s[1] / (b * b), s[2] * b, s[3] * b});
 }
 
-std::vector<CopyView> depth_to_space_views(OpContext& ctx) {
+std::vector<CopyView> depth_to_space_views(const OpContext& ctx) {
   const int64_t b = block_size(ctx);
   const Shape& s = ctx.in_shape(0);
   const int64_t c = s[1] / (b * b);
@@ -374,21 +380,21 @@ void space_to_depth_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), {s[0], s[1] * b * b, s[2] / b, s[3] / b});
 }
 
-std::vector<CopyView> space_to_depth_views(OpContext& ctx) {
+std::vector<CopyView> space_to_depth_views(const OpContext& ctx) {
   const int64_t b = block_size(ctx);
   const Shape& s = ctx.in_shape(0);
   return {permute_view({s[0], s[1], s[2] / b, b, s[3] / b, b}, {0, 3, 5, 1, 2, 4})};
 }
 
 // ---- Gather --------------------------------------------------------------------------------
-void check_indices(OpContext& ctx, int i) {
+void check_indices(const OpContext& ctx, int i) {
   DType t = ctx.in_type(i);
   if (t != DType::Int32 && t != DType::Int64)
     ctx.fail(std::string("indices must be int32 or int64, not ") + ocl_infer::dtype_name(t));
 }
 
 // Normalises a host index against `dim`; fails when out of range.
-int64_t host_index(OpContext& ctx, int64_t ix, int64_t dim) {
+int64_t host_index(const OpContext& ctx, int64_t ix, int64_t dim) {
   if (ix < -dim || ix >= dim)
     ctx.fail("index " + std::to_string(ix) + " is out of range for a dim of " +
              std::to_string(dim));
@@ -410,7 +416,7 @@ struct GatherDims {
   int64_t outer = 1, axis_dim = 1, inner = 1, nidx = 1;
 };
 
-GatherDims gather_dims(OpContext& ctx) {
+GatherDims gather_dims(const OpContext& ctx) {
   const Shape& d = ctx.in_shape(0);
   const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(d.size()));
   GatherDims g;
@@ -428,7 +434,7 @@ void gather_host(OpContext& ctx) {
   const Tensor& data = ctx.in_data(0);
   const Tensor& idx = ctx.in_data(1);
   const size_t es = copy_elem_size(ctx, data.dtype);
-  Tensor out(data.dtype, ctx.out(0).shape);
+  Tensor out(data.dtype, ctx.out_shape(0));
   for (int64_t j = 0; j < g.nidx; ++j) {
     const int64_t ix = host_index(ctx, host_get_i(idx, j), g.axis_dim);
     for (int64_t o = 0; o < g.outer; ++o)
@@ -439,16 +445,16 @@ void gather_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(out));
 }
 
-std::string index_type_option(OpContext& ctx, int i) {
+std::string index_type_option(const OpContext& ctx, int i) {
   return ctx.in_type(i) == DType::Int32 ? " -DTI=int" : " -DTI=long";
 }
 
-void gather_build(OpContext& ctx) {
+void gather_build(BuildContext& ctx) {
   const GatherDims g = gather_dims(ctx);
-  const int64_t n = numel(ctx.out(0).shape);
+  const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
   if (g.axis_dim == 0) ctx.fail("cannot gather from an empty axis");
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_axis",
              word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1) +
                  index_option({n, numel(ctx.in_shape(0))}),
@@ -488,20 +494,20 @@ void gather_elements_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(out));
 }
 
-void gather_elements_build(OpContext& ctx) {
+void gather_elements_build(BuildContext& ctx) {
   const Shape& d = ctx.in_shape(0);
   const int64_t r = static_cast<int64_t>(d.size());
   const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), r);
-  const int64_t n = numel(ctx.out(0).shape);
+  const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
-  std::vector<int64_t> p = ctx.out(0).shape;
+  std::vector<int64_t> p = ctx.out_shape(0);
   auto st = strides_of(d);
   p.insert(p.end(), st.begin(), st.end());
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_elements",
              word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
-             ctx.out_buf(0), ctx.dev().params(p.data(), p.size() * sizeof(int64_t)),
+             ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
              static_cast<int32_t>(r), static_cast<int32_t>(axis), d[axis], n);
 }
 
@@ -512,7 +518,7 @@ struct GatherNdDims {
   std::vector<int64_t> indexed_strides;
 };
 
-GatherNdDims gather_nd_dims(OpContext& ctx) {
+GatherNdDims gather_nd_dims(const OpContext& ctx) {
   const Shape &d = ctx.in_shape(0), &is = ctx.in_shape(1);
   const int64_t b = ctx.node().attr_int("batch_dims", 0);
   const int64_t rd = static_cast<int64_t>(d.size()), ri = static_cast<int64_t>(is.size());
@@ -554,7 +560,7 @@ void gather_nd_host(OpContext& ctx) {
   const Tensor& data = ctx.in_data(0);
   const Tensor& idx = ctx.in_data(1);
   const size_t es = copy_elem_size(ctx, data.dtype);
-  Tensor out(data.dtype, ctx.out(0).shape);
+  Tensor out(data.dtype, ctx.out_shape(0));
   for (int64_t s = 0; s < g.batch * g.nsel; ++s) {
     int64_t src = (s / g.nsel) * g.batch_stride;
     for (int64_t k = 0; k < g.depth; ++k)
@@ -565,16 +571,16 @@ void gather_nd_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(out));
 }
 
-void gather_nd_build(OpContext& ctx) {
+void gather_nd_build(BuildContext& ctx) {
   const GatherNdDims g = gather_nd_dims(ctx);
-  const int64_t n = numel(ctx.out(0).shape);
+  const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
   std::vector<int64_t> p = g.indexed;
   p.insert(p.end(), g.indexed_strides.begin(), g.indexed_strides.end());
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_nd", word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
-             ctx.out_buf(0), ctx.dev().params(p.data(), p.size() * sizeof(int64_t)),
+             ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
              static_cast<int32_t>(g.depth), g.slice, g.nsel, g.batch_stride, n);
 }
 
@@ -584,7 +590,7 @@ struct PadSpec {
   std::string mode;
 };
 
-PadSpec pad_spec(OpContext& ctx) {
+PadSpec pad_spec(const OpContext& ctx) {
   const Shape& in = ctx.in_shape(0);
   const size_t r = in.size();
   PadSpec p;
@@ -628,7 +634,7 @@ void pad_infer(OpContext& ctx) {
 }
 
 // The constant as one element of the input's type.
-Tensor pad_value(OpContext& ctx) {
+Tensor pad_value(const OpContext& ctx) {
   Tensor v(ctx.in_type(0), {});
   if (ctx.opset() < 11) {
     host_set_f(v, 0, ctx.node().attr_float("value", 0.f));
@@ -643,7 +649,7 @@ void pad_host(OpContext& ctx) {
   const Tensor& x = ctx.in_data(0);
   const size_t es = copy_elem_size(ctx, x.dtype);
   const Tensor value = pad_value(ctx);
-  Tensor y(x.dtype, ctx.out(0).shape);
+  Tensor y(x.dtype, ctx.out_shape(0));
   auto st = strides_of(x.shape);
   const int64_t r = static_cast<int64_t>(x.shape.size());
   for (int64_t i = 0; i < y.numel(); ++i) {
@@ -675,10 +681,10 @@ void pad_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
-void pad_build(OpContext& ctx) {
+void pad_build(BuildContext& ctx) {
   const PadSpec p = pad_spec(ctx);
   const Shape& in = ctx.in_shape(0);
-  const Shape& out = ctx.out(0).shape;
+  const Shape& out = ctx.out_shape(0);
   const int64_t n = numel(out);
   if (n == 0) return;
   std::vector<int64_t> prm = out;
@@ -692,14 +698,14 @@ void pad_build(OpContext& ctx) {
     value = ctx.in_buf(2);
   } else {
     Tensor v = pad_value(ctx);
-    value = ctx.dev().params(v.bytes.data(), v.bytes.size());
+    value = ctx.params(v.bytes.data(), v.bytes.size());
   }
   std::string mode = p.mode == "constant" ? "CONSTANT" : p.mode == "edge" ? "EDGE" : "REFLECT";
-  const size_t local = 64;
+  const size_t local = ctx.caps().linear_local();
   ctx.launch("pad", "pad_generic",
              word_option(ctx, ctx.in_type(0)) + " -DMODE_" + mode + index_option({n, numel(in)}),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
-             ctx.dev().params(prm.data(), prm.size() * sizeof(int64_t)), value,
+             ctx.params(prm.data(), prm.size() * sizeof(int64_t)), value,
              static_cast<int32_t>(in.size()), n);
 }
 
@@ -707,32 +713,31 @@ void pad_build(OpContext& ctx) {
 
 void add_tensor_ops(std::vector<OpDef>& t) {
   add_shape_ops(t);
-  t.push_back({"Transpose", 1, transpose_infer, copies_host<transpose_views>,
-               copies_build<transpose_views>});
-  t.push_back({"Slice", 1, slice_infer, copies_host<slice_views>, copies_build<slice_views>});
-  t.back().view_offset = contiguous_view_offset<slice_views>;
-  t.push_back(
-      {"Slice", 10, slice_infer, copies_host<slice_views>, copies_build<slice_views>, 0b11110});
-  t.back().view_offset = contiguous_view_offset<slice_views>;
-  t.push_back(
-      {"Expand", 8, expand_infer, copies_host<expand_views>, copies_build<expand_views>, 0b10});
-  t.push_back({"Tile", 6, tile_infer, copies_host<tile_views>, copies_build<tile_views>, 0b10});
-  t.push_back({"Concat", 1, concat_infer, copies_host<concat_views>, concat_build});
-  t.push_back({"Split", 2, split_infer, copies_host<split_views>, copies_build<split_views>});
-  t.back().view_offset = contiguous_view_offset<split_views>;
-  t.push_back(
-      {"Split", 13, split_infer, copies_host<split_views>, copies_build<split_views>, 0b10});
-  t.back().view_offset = contiguous_view_offset<split_views>;
-  t.push_back({"DepthToSpace", 1, depth_to_space_infer, copies_host<depth_to_space_views>,
-               copies_build<depth_to_space_views>});
-  t.push_back({"SpaceToDepth", 1, space_to_depth_infer, copies_host<space_to_depth_views>,
-               copies_build<space_to_depth_views>});
-  t.push_back({"Gather", 1, gather_infer, gather_host, gather_build});
-  t.push_back(
-      {"GatherElements", 11, gather_elements_infer, gather_elements_host, gather_elements_build});
-  t.push_back({"GatherND", 11, gather_nd_infer, gather_nd_host, gather_nd_build});
-  t.push_back({"Pad", 2, pad_infer, pad_host, pad_build});
-  t.push_back({"Pad", 11, pad_infer, pad_host, pad_build, 0b10});
+  t.push_back(OpDef("Transpose", 1, transpose_infer).host(copies_host<transpose_views>).build(copies_build<transpose_views>));
+  for (int v : {1, 10}) {
+    OpDef d = OpDef("Slice", v, slice_infer).host(copies_host<slice_views>).build(copies_build<slice_views>);
+    if (v >= 10) d.value_inputs({1, 2, 3, 4});
+    t.push_back(d.output_views(contiguous_view_offset<slice_views>));
+  }
+  t.push_back(OpDef("Expand", 8, expand_infer).host(copies_host<expand_views>).build(copies_build<expand_views>).value_inputs({1}));
+  t.push_back(OpDef("Tile", 6, tile_infer).host(copies_host<tile_views>).build(copies_build<tile_views>).value_inputs({1}));
+  t.push_back(OpDef("Concat", 1, concat_infer).host(copies_host<concat_views>).build(concat_build).input_slices(concat_input_offset));
+  for (int v : {2, 13}) {
+    OpDef d = OpDef("Split", v, split_infer).host(copies_host<split_views>).build(copies_build<split_views>);
+    if (v >= 13) d.value_inputs({1});
+    t.push_back(d.output_views(contiguous_view_offset<split_views>));
+  }
+  t.push_back(OpDef("DepthToSpace", 1, depth_to_space_infer)
+                  .host(copies_host<depth_to_space_views>)
+                  .build(copies_build<depth_to_space_views>));
+  t.push_back(OpDef("SpaceToDepth", 1, space_to_depth_infer)
+                  .host(copies_host<space_to_depth_views>)
+                  .build(copies_build<space_to_depth_views>));
+  t.push_back(OpDef("Gather", 1, gather_infer).host(gather_host).build(gather_build));
+  t.push_back(OpDef("GatherElements", 11, gather_elements_infer).host(gather_elements_host).build(gather_elements_build));
+  t.push_back(OpDef("GatherND", 11, gather_nd_infer).host(gather_nd_host).build(gather_nd_build));
+  t.push_back(OpDef("Pad", 2, pad_infer).host(pad_host).build(pad_build));
+  t.push_back(OpDef("Pad", 11, pad_infer).host(pad_host).build(pad_build).value_inputs({1}));
 }
 
 }  // namespace oi

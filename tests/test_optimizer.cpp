@@ -119,7 +119,7 @@ TEST(Optimizer, FoldsZeroPadIntoConv) {
 TEST(Optimizer, FusesActivationsIntoConv) {
   std::mt19937 rng(6);
   for (std::string act : {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip"}) {
-    ModelBuilder m(13);
+    ModelBuilder m(14);
     m.input("x", DType::Float32, {1, 3, 7, 9}).output("y");
     m.initializer("w", conv_weight(rng, 6, 3, 3));
     m.node("Conv", {"x", "w"}, {"c"});

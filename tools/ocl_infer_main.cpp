@@ -31,6 +31,7 @@ const char* kUsage = R"(usage:
                                                       run on .npy / TensorProto .pb tensors and
                                                       write every output to DIR/<name>.npy
   ocl-infer --list-devices
+  ocl-infer --list-variants                           kernel variants and their parameters
 
 options:
   --device INDEX|NAME   OpenCL device (default: first GPU/accelerator, else the CPU device)
@@ -50,6 +51,11 @@ options:
                         cancel_transposes, fold_pad, fold_batchnorm, fuse_matmul_bias,
                         fuse_residual, fuse_activation); repeatable
   --no-memory-plan      give every activation its own buffer instead of one planned arena
+  --variant FAMILY=VARIANT[:PARAM=VALUE,...]
+                        force a kernel variant where it applies (see --list-variants);
+                        repeatable; default: $OCL_INFER_VARIANT, else chosen per device
+  --fetch NAME,...|all  with --input and --output-dir: also write these intermediate values
+                        (names from --dump graph; all = every value an executed node writes)
 
 profiling and benchmarking (inputs: --input files, the first image, or random data):
   --profile             per-kernel table from OpenCL events, slowest first
@@ -78,7 +84,9 @@ struct Args {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string output_dir, device, labels, dump, cache_dir;
   int top = 5;
-  bool json = false, list_devices = false, verbose = false;
+  bool json = false, list_devices = false, list_variants = false, verbose = false;
+  std::string variants;             // --variant, joined with ';'
+  std::vector<std::string> fetch;   // --fetch
   bool crop_given = false;
   cli::Preprocess pre;
   int opt_level = 1;
@@ -130,6 +138,17 @@ Args parse(int argc, char** argv) {
       std::cout << "ocl-infer " << ocl_infer::version() << "\n";
       std::exit(0);
     } else if (s == "--list-devices") a.list_devices = true;
+    else if (s == "--list-variants") a.list_variants = true;
+    else if (s == "--variant") {
+      std::string v = value();
+      if (v.find('=') == std::string::npos) throw UsageError("--variant takes FAMILY=VARIANT[:PARAM=VALUE,...], got '" + v + "'");
+      a.variants += (a.variants.empty() ? "" : ";") + v;
+    } else if (s == "--fetch") {
+      std::stringstream ss(value());
+      for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) a.fetch.push_back(item == "all" ? "*" : item);
+      if (a.fetch.empty()) throw UsageError("--fetch needs value names or 'all'");
+    }
     else if (s == "--device") a.device = value();
     else if (s == "--input") {
       std::string v = value();
@@ -193,7 +212,7 @@ Args parse(int argc, char** argv) {
     else if (a.model.empty()) a.model = s;
     else a.images.push_back(s);
   }
-  if (a.list_devices) return a;
+  if (a.list_devices || a.list_variants) return a;
   if (a.model.empty()) throw UsageError("no model given");
   if (a.bench && (a.profile || !a.profile_json.empty() || !a.profile_csv.empty() ||
                   !a.profile_trace.empty() || !a.profile_html.empty()))
@@ -205,6 +224,8 @@ Args parse(int argc, char** argv) {
   if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
   if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
   if (!a.inputs.empty() && a.output_dir.empty() && a.dump.empty()) throw UsageError("--input needs --output-dir DIR");
+  if (!a.fetch.empty() && (a.inputs.empty() || a.output_dir.empty()))
+    throw UsageError("--fetch needs --input tensors and --output-dir DIR");
   return a;
 }
 
@@ -236,19 +257,34 @@ int list_devices() {
   return 0;
 }
 
+int list_variants() {
+  for (auto& v : ocl_infer::kernel_variants()) {
+    std::cout << v.family << "=" << v.variant;
+    for (auto& [name, values] : v.params) {
+      std::cout << " " << name << "={";
+      for (size_t i = 0; i < values.size(); ++i) std::cout << (i ? "," : "") << values[i];
+      std::cout << "}";
+    }
+    std::cout << "\n    " << v.summary << "\n";
+  }
+  return 0;
+}
+
 int run_tensors(ocl_infer::Session& s, const Args& a) {
   std::map<std::string, Tensor> feeds;
   for (auto& [name, file] : a.inputs) {
     if (feeds.count(name)) throw UsageError("input '" + name + "' given twice");
     feeds[name] = cli::read_tensor_file(file);
   }
-  auto outs = s.run(feeds);
+  ocl_infer::RunOptions ro;
+  ro.fetch = a.fetch;
+  auto outs = s.run(feeds, ro);
   if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
   if (a.output_dir.empty()) return 0;
   mkdir(a.output_dir.c_str(), 0755);
-  for (auto& info : s.outputs()) {
-    std::string path = a.output_dir + "/" + cli::safe_file_name(info.name) + ".npy";
-    cli::write_npy(path, outs.at(info.name));
+  for (auto& [name, t] : outs) {
+    std::string path = a.output_dir + "/" + cli::safe_file_name(name) + ".npy";
+    cli::write_npy(path, t);
     if (a.verbose) std::cerr << "wrote " << path << "\n";
   }
   return 0;
@@ -462,7 +498,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (a.list_devices) return list_devices();
+    if (a.list_variants) return list_variants();
     ocl_infer::SessionOptions opt;
+    opt.kernel_variants = a.variants;
     opt.device = a.device;
     opt.cache_dir = a.cache_dir;
     opt.profiling = a.measuring() && !a.bench;

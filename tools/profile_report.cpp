@@ -127,9 +127,9 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
   const double total = std::max(s.kernel_sum_us, 1e-9);
   std::ostringstream os;
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-34s %-22s %-18s %-40s %10s %10s %6s %8s %8s\n", "#",
+  std::snprintf(line, sizeof line, "%4s  %-34s %-22s %-18s %-40s %10s %10s %6s %8s %8s  %s\n", "#",
                 "node", "op", "output", "kernel [global/local]", "avg us", "min us", "%", "GFLOP/s",
-                "GB/s");
+                "GB/s", "variant");
   os << line;
   int bad = 0;
   for (auto* l : rows) {
@@ -140,11 +140,13 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
     if (kern.size() > 40) kern = kern.substr(0, 37) + "...";
     double gflops = l->avg_us > 0 ? l->flops / (l->avg_us * 1e3) : 0;
     double gbs = l->avg_us > 0 ? l->bytes / (l->avg_us * 1e3) : 0;
-    std::snprintf(line, sizeof line, "%4d  %-34s %-22s %-18s %-40s %10.1f %10.1f %6.2f %8s %8s%s\n",
+    std::string variant = l->variant.empty() ? "-" : l->variant;
+    if (variant.size() > 60) variant = variant.substr(0, 57) + "...";
+    std::snprintf(line, sizeof line, "%4d  %-34s %-22s %-18s %-40s %10.1f %10.1f %6.2f %8s %8s  %s%s\n",
                   l->index, name.c_str(), op.c_str(),
                   ocl_infer::shape_to_string(l->output_shape).c_str(), kern.c_str(), l->avg_us,
                   l->min_us, 100.0 * l->avg_us / total, l->flops > 0 ? num(gflops, 1).c_str() : "-",
-                  l->bytes > 0 ? num(gbs, 2).c_str() : "-",
+                  l->bytes > 0 ? num(gbs, 2).c_str() : "-", variant.c_str(),
                   l->timestamp_problem.empty() ? "" : ("  !! " + l->timestamp_problem).c_str());
     os << line;
     bad += !l->timestamp_problem.empty();
@@ -180,7 +182,9 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
     const auto& l = layers[i];
     os << (i ? ",\n" : "\n") << "    {\"index\": " << l.index << ", \"nodes\": " << json_strings(l.node_names)
        << ", \"op_types\": " << json_strings(l.op_types) << ", \"output_shape\": " << json_ints(l.output_shape)
-       << ", \"kernel\": \"" << esc(l.kernel) << "\", \"global\": " << json_ints(l.global)
+       << ", \"kernel\": \"" << esc(l.kernel) << "\", \"variant\": "
+       << (l.variant.empty() ? "null" : "\"" + esc(l.variant) + "\"") << ", \"variant_source\": "
+       << (l.variant_source.empty() ? "null" : "\"" + esc(l.variant_source) + "\"") << ", \"global\": " << json_ints(l.global)
        << ", \"local\": " << json_ints(l.local) << ", \"runs\": " << l.runs << ", \"avg_us\": " << num(l.avg_us)
        << ", \"min_us\": " << num(l.min_us) << ", \"max_us\": " << num(l.max_us)
        << ", \"start_us\": " << num(l.start_us) << ", \"flops\": " << num(l.flops, 0)
@@ -193,7 +197,8 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
 
 std::string profile_csv(const std::vector<LayerProfile>& layers) {
   std::ostringstream os;
-  os << "index,nodes,op_types,output_shape,kernel,global,local,runs,avg_us,min_us,max_us,flops,bytes,timestamp_problem\n";
+  os << "index,nodes,op_types,output_shape,kernel,global,local,runs,avg_us,min_us,max_us,flops,bytes,timestamp_problem,"
+        "variant\n";
   auto q = [](const std::string& v) {
     std::string r = "\"";
     for (char c : v) r += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -203,8 +208,8 @@ std::string profile_csv(const std::vector<LayerProfile>& layers) {
     os << l.index << "," << q(join(l.node_names, "+")) << "," << q(join(l.op_types, "+")) << ","
        << q(ocl_infer::shape_to_string(l.output_shape)) << "," << q(l.kernel) << "," << q(dims(l.global))
        << "," << q(dims(l.local)) << "," << l.runs << "," << num(l.avg_us) << "," << num(l.min_us) << ","
-       << num(l.max_us) << "," << num(l.flops, 0) << "," << num(l.bytes, 0) << "," << q(l.timestamp_problem)
-       << "\n";
+       << num(l.max_us) << "," << num(l.flops, 0) << "," << num(l.bytes, 0) << "," << q(l.timestamp_problem) << ","
+       << q(l.variant) << "\n";
   return os.str();
 }
 

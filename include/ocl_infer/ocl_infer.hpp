@@ -131,6 +131,37 @@ struct SessionOptions {
   std::vector<std::string> disabled_passes;
   // Place activations in one device arena by liveness; false gives every tensor its own buffer.
   bool plan_memory = true;
+  // Forces kernel variants, for tests, comparisons and tuning experiments:
+  // "family=variant[:param=value,...];..." e.g. "conv=packed:ocb=8,owb=4;gemm=packed:mr=4" (see
+  // kernel_variants() for what exists). A forced variant is used where it applies, with its other
+  // parameters at their defaults; elsewhere the default choice stands (--dump plan says which).
+  // Empty: $OCL_INFER_VARIANT when set, else the default choice per device.
+  std::string kernel_variants;
+};
+
+// One kernel variant of a family (conv, gemm, pool), for SessionOptions::kernel_variants.
+struct KernelVariantInfo {
+  std::string family, variant, summary;
+  std::map<std::string, std::vector<int>> params;  // parameter -> candidate values
+};
+// Every kernel variant the runtime has.
+std::vector<KernelVariantInfo> kernel_variants();
+
+// Options of one Session::run call.
+struct RunOptions {
+  // Intermediate values to return besides the model outputs, by name: any value an executed node
+  // writes (see Session::executed_nodes(); "*" alone fetches all of them). Each is read back right
+  // after the kernel that writes it, so the run keeps its buffer reuse. Values that the optimizer
+  // fused away do not exist (run with optimization_level 0 to see every ONNX value).
+  std::vector<std::string> fetch;
+};
+
+// A node of the current plan as it executes: after fusion one node may cover several ONNX nodes.
+struct ExecutedNode {
+  std::string name;
+  std::vector<std::string> covers;    // the ONNX nodes it computes (itself when not fused)
+  std::vector<std::string> op_types;  // their op types
+  std::vector<std::string> outputs;   // the values it writes (fetchable with RunOptions::fetch)
 };
 
 // Name, element type and shape of a model input or output. Dims that the model leaves open are -1
@@ -159,6 +190,9 @@ struct LayerProfile {
   std::vector<std::string> op_types;
   std::vector<int64_t> output_shape;
   std::string kernel;                   // "<file>:<entry>"
+  // "conv=packed:ocb=8,owb=8" for kernels chosen among variants (empty otherwise), and why:
+  // "heuristic" or "forced".
+  std::string variant, variant_source;
   std::vector<size_t> global, local;    // local empty = chosen by the driver
   int runs = 0;                         // inferences aggregated
   double avg_us = 0, min_us = 0, max_us = 0;
@@ -189,6 +223,13 @@ class Session {
   // input's shape (or the value of a shape-determining input) differs from the last run. Returns
   // every model output by name, in host memory. Throws InputError for bad inputs.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // The same, also returning the intermediate values named in `options.fetch` (InputError for a
+  // name no executed node writes, listing what fusion made of it).
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const RunOptions& options);
+
+  // The executed nodes of the last-planned shapes, in execution order (empty before the first
+  // run).
+  std::vector<ExecutedNode> executed_nodes() const;
 
   // Dumps of the pipeline stages for the last-planned shapes: "graph" and "plan" as text,
   // "graph.json" and "plan.json" in the schemas documented in README.md.

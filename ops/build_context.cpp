@@ -1,0 +1,107 @@
+#include "ops/build_context.hpp"
+
+namespace oi {
+
+using ocl_infer::UnsupportedError;
+
+Operand BuildContext::value(int id) const {
+  const Value& v = graph().values[id];
+  Operand o;
+  o.mem = sink_.buffer_of(id);
+  o.shape = v.shape;
+  o.dtype = sink_.storage_of(id);
+  return o;
+}
+
+Operand BuildContext::input(int i) const {
+  in(i);  // throws when absent
+  return value(node().inputs[i]);
+}
+
+Operand BuildContext::output(int i) const {
+  out_value(i);  // throws when absent
+  return value(node().outputs[i]);
+}
+
+Operand BuildContext::scratch(DType dtype, const Shape& shape) const {
+  Operand o;
+  o.shape = shape;
+  o.dtype = dtype;
+  o.mem = sink_.scratch(std::max<size_t>(static_cast<size_t>(numel(shape)) * ocl_infer::dtype_size(dtype), 4));
+  return o;
+}
+
+Operand BuildContext::constant(const Tensor& t) const {
+  Operand o;
+  o.shape = t.shape;
+  o.dtype = t.dtype;
+  o.mem = sink_.constant(t.bytes.data(), t.bytes.size());
+  return o;
+}
+
+cl_mem BuildContext::constant_floats(const std::vector<float>& data) const {
+  return sink_.constant(data.data(), data.size() * sizeof(float));
+}
+
+void BuildContext::require_storage(DType t) const {
+  auto check = [&](int id, const char* what, int k) {
+    const DType s = sink_.storage_of(id);
+    if (s != t)
+      unsupported(std::string(what) + " " + std::to_string(k) + " ('" + graph().values[id].name + "') is stored as " +
+                  ocl_infer::dtype_name(s) + "; these kernels take " + ocl_infer::dtype_name(t));
+  };
+  for (int k = 0; k < num_inputs(); ++k)
+    if (has_input(k)) check(node().inputs[k], "input", k);
+  for (int k = 0; k < num_outputs(); ++k)
+    if (has_output(k)) check(node().outputs[k], "output", k);
+}
+
+void BuildContext::set_arg(cl_kernel k, cl_uint i, cl_mem m) {
+  cl_check(clSetKernelArg(k, i, sizeof(cl_mem), &m), "clSetKernelArg(buffer)");
+}
+void BuildContext::set_arg(cl_kernel k, cl_uint i, int32_t v) {
+  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(int)");
+}
+void BuildContext::set_arg(cl_kernel k, cl_uint i, int64_t v) {
+  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(long)");
+}
+void BuildContext::set_arg(cl_kernel k, cl_uint i, float v) {
+  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(float)");
+}
+void BuildContext::set_arg(cl_kernel k, cl_uint i, double v) {
+  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(double)");
+}
+
+void BuildContext::push(KernelPtr k, const std::string& name, std::vector<size_t> global,
+                        std::vector<size_t> local) {
+  Launch l;
+  l.kernel = std::move(k);
+  l.kernel_name = name;
+  l.global = std::move(global);
+  l.local = std::move(local);
+  l.node = node_index();
+  l.step = step_;
+  l.variant = variant_;
+  sink_.add_launch(std::move(l));
+}
+
+const char* cl_type(DType t) {
+  switch (t) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Int8: return "char";
+    case DType::UInt8: return "uchar";
+    case DType::Int16: return "short";
+    case DType::UInt16: return "ushort";
+    case DType::Int32: return "int";
+    case DType::UInt32: return "uint";
+    case DType::Int64: return "long";
+    case DType::UInt64: return "ulong";
+    case DType::Bool: return "uchar";
+    default:
+      throw UnsupportedError(std::string("tensors of type ") + ocl_infer::dtype_name(t) +
+                             " are not supported on the device yet");
+  }
+}
+
+}  // namespace oi

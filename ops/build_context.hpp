@@ -1,0 +1,133 @@
+// What an op's build function sees: the node (read-only, through OpContext), the device buffers of
+// its operands in their planned storage types, the plan's per-step facts (inputs already in place,
+// outputs that are views), and ways to add kernel launches, scratch buffers and constants. build()
+// never changes the graph: everything it makes belongs to the plan.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ops/core/op_def.hpp"
+#include "runtime/backend/cl_runtime.hpp"
+
+namespace oi {
+
+// A tensor on the device as a kernel sees it: its buffer, shape and storage type.
+struct Operand {
+  cl_mem mem = nullptr;
+  Shape shape;
+  DType dtype = DType::Undefined;  // the storage type (the plan's, not necessarily the graph's)
+  int64_t numel() const { return oi::numel(shape); }
+};
+
+// Which kernel variant a launch uses and why (for dumps and profiles; see ops/variants.hpp).
+struct VariantUse {
+  std::string family;   // "conv"
+  std::string variant;  // "packed"
+  std::map<std::string, int> params;
+  std::string source;   // "heuristic", "forced", or "heuristic (forced ... does not apply)"
+};
+
+struct Launch {
+  KernelPtr kernel;
+  std::string kernel_name;  // "<file>:<entry>" for dumps and profiles
+  std::vector<size_t> global;
+  std::vector<size_t> local;  // empty: let the driver choose
+  int node = -1;
+  int step = -1;
+  VariantUse variant;  // empty family: a kernel without variants
+  // Work of this launch for the profiler (attributed to a node's last launch).
+  double flops = 0;
+  double bytes = 0;
+};
+
+// Implemented by the plan builder (runtime/exec): owns every buffer and launch.
+class PlanSink {
+ public:
+  virtual ~PlanSink() = default;
+  virtual ClRuntime& cl() = 0;
+  // The device buffer of a graph value (activations are placed by the buffer planner; constants
+  // are uploaded on first use), in the value's storage type.
+  virtual cl_mem buffer_of(int value) = 0;
+  virtual DType storage_of(int value) const = 0;
+  // A device buffer of `bytes` owned by the plan, contents undefined (at least 4 bytes).
+  virtual cl_mem scratch(size_t bytes) = 0;
+  // A device buffer holding a copy of `bytes` (packed weights, kernel parameter blocks).
+  virtual cl_mem constant(const void* data, size_t bytes) = 0;
+  virtual void add_launch(Launch l) = 0;
+  virtual bool input_in_place(int step, int slot) const = 0;
+  virtual bool output_is_view(int step, int slot) const = 0;
+  // The variant forced for `family` by the session ("" when none), as "name[:p=v,...]".
+  virtual std::string forced_variant(const std::string& family) const = 0;
+};
+
+class BuildContext : public OpContext {
+ public:
+  BuildContext(const Graph& g, int node_index, int step, PlanSink& sink)
+      : OpContext(g, node_index), step_(step), sink_(sink) {}
+
+  ClRuntime& cl() const { return sink_.cl(); }
+  const DeviceCaps& caps() const { return sink_.cl().caps(); }
+  int step() const { return step_; }
+
+  Operand input(int i) const;   // throws when absent
+  Operand output(int i) const;  // throws when absent
+  Operand value(int id) const;  // any graph value (a fused residual)
+  cl_mem in_buf(int i) const { return input(i).mem; }
+  cl_mem out_buf(int i) const { return output(i).mem; }
+  // A temporary of `shape` x `dtype`, owned by the plan.
+  Operand scratch(DType dtype, const Shape& shape) const;
+  // A constant tensor uploaded once (packed weights, folded parameters, bounds).
+  Operand constant(const Tensor& t) const;
+  cl_mem constant_floats(const std::vector<float>& data) const;
+  // A small read-only block of kernel parameters.
+  cl_mem params(const void* data, size_t bytes) const { return sink_.constant(data, bytes); }
+
+  // Fails (unsupported, naming the operand) unless every present input and output is stored as
+  // `t`: the storage type comes from the plan, and a family's kernels handle the types they do.
+  void require_storage(DType t) const;
+
+  // Plan facts for this step.
+  bool input_in_place(int slot) const { return sink_.input_in_place(step_, slot); }
+  bool output_is_view(int slot) const { return sink_.output_is_view(step_, slot); }
+  std::string forced_variant(const std::string& family) const { return sink_.forced_variant(family); }
+
+  // Records the variant used by the launches that follow (until the next call).
+  void use_variant(VariantUse v) { variant_ = std::move(v); }
+
+  // Builds (or fetches) kernels/<file>.cl:<entry> with `options`, sets `args`, appends a launch
+  // over `global` (skipped when any global dim is 0).
+  template <typename... Args>
+  void launch(const std::string& file, const std::string& entry, const std::string& options,
+              std::vector<size_t> global, std::vector<size_t> local, const Args&... args);
+
+ private:
+  static void set_arg(cl_kernel k, cl_uint i, cl_mem m);
+  static void set_arg(cl_kernel k, cl_uint i, int32_t v);
+  static void set_arg(cl_kernel k, cl_uint i, int64_t v);
+  static void set_arg(cl_kernel k, cl_uint i, float v);
+  static void set_arg(cl_kernel k, cl_uint i, double v);
+  void push(KernelPtr k, const std::string& name, std::vector<size_t> global, std::vector<size_t> local);
+
+  int step_;
+  PlanSink& sink_;
+  VariantUse variant_;
+};
+
+template <typename... Args>
+void BuildContext::launch(const std::string& file, const std::string& entry, const std::string& options,
+                          std::vector<size_t> global, std::vector<size_t> local, const Args&... args) {
+  for (size_t g : global)
+    if (g == 0) return;
+  KernelPtr k = cl().kernel(file, entry, options);
+  cl_uint i = 0;
+  (set_arg(k.get(), i++, args), ...);
+  push(std::move(k), file + ":" + entry, std::move(global), std::move(local));
+}
+
+// OpenCL C type that stores `t` ("float", "long", "uchar" for bool ...); fails for types the
+// device kernels do not handle.
+const char* cl_type(DType t);
+
+}  // namespace oi

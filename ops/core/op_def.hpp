@@ -1,0 +1,167 @@
+// What the compiler knows about an operator: its registry row (OpDef) with named traits, and the
+// context its shape inference, host evaluation and trait functions see (OpContext). Nothing here
+// sees OpenCL; the device side of an op (its build function) gets a BuildContext, declared in
+// ops/build_context.hpp.
+//
+// Each op family file provides, per op:
+//   infer(ctx): check attributes and input dtypes/shapes, set every output's dtype and shape;
+//   host(ctx):  compute the outputs on the host from constant inputs (shape arithmetic, folding);
+//   build(ctx): append the OpenCL kernel launches that compute the outputs on the device.
+// All of them throw through ctx.fail()/ctx.unsupported(), which name the node.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "runtime/ir/graph.hpp"
+
+namespace oi {
+
+class BuildContext;
+
+// Read access to one node of a graph, and (for infer/host only) write access to its outputs.
+class OpContext {
+ public:
+  // Infer and host evaluation: may set the node's outputs.
+  OpContext(Graph& g, int node_index) : g_(g), mut_(&g), node_(g.nodes[node_index]), index_(node_index) {}
+  // Traits and build: read-only.
+  OpContext(const Graph& g, int node_index) : g_(g), node_(g.nodes[node_index]), index_(node_index) {}
+  virtual ~OpContext() = default;
+
+  const Node& node() const { return node_; }
+  int node_index() const { return index_; }
+  const Graph& graph() const { return g_; }
+  int64_t opset() const { return g_.opset(node_.domain); }
+
+  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
+  int num_outputs() const { return static_cast<int>(node_.outputs.size()); }
+  bool has_input(int i) const { return i >= 0 && i < num_inputs() && node_.inputs[i] >= 0; }
+  bool has_output(int i) const { return i >= 0 && i < num_outputs() && node_.outputs[i] >= 0; }
+  const Value& in(int i) const;        // throws when absent
+  const Value& out_value(int i) const;  // throws when absent
+  const Shape& in_shape(int i) const { return in(i).shape; }
+  const Shape& out_shape(int i) const { return out_value(i).shape; }
+  DType in_type(int i) const { return in(i).dtype; }
+  bool is_const(int i) const { return has_input(i) && in(i).data != nullptr; }
+  // The constant value of input i; fails with "input i (name) must be a constant" otherwise.
+  const Tensor& in_data(int i) const;
+  // Constant integer input as int64 values (any integer dtype).
+  std::vector<int64_t> in_ints(int i) const;
+
+  // Sets output i's type and shape (infer only). Refuses negative dims and absurd sizes before
+  // anything is allocated.
+  void set_out(int i, DType t, const Shape& s);
+  // Host evaluation: sets output i's type, shape and data.
+  void set_out_data(int i, Tensor t);
+
+  [[noreturn]] void fail(const std::string& msg) const;         // ModelError
+  [[noreturn]] void unsupported(const std::string& msg) const;  // UnsupportedError
+  void require(bool cond, const std::string& msg) const {
+    if (!cond) fail(msg);
+  }
+  // Normalises a possibly negative axis against `rank`; fails when out of range.
+  int64_t axis(int64_t a, int64_t rank) const;
+
+ private:
+  Value& out_mut(int i);
+
+  const Graph& g_;
+  Graph* mut_ = nullptr;
+  const Node& node_;
+  int index_;
+};
+
+// How a producer absorbs a per-output-channel affine y' = y * scale[c] + shift[c] into its
+// constant weights and bias (BatchNormalization and per-channel Mul/Add folding). The pass asks
+// these instead of knowing each op's weight layout.
+struct ChannelAffine {
+  // Output channels of this node, or -1 when it cannot absorb an affine (e.g. weights that are
+  // not constants, a Gemm whose C is not per column).
+  int64_t (*channels)(const OpContext& ctx) = nullptr;
+  // Multiplies the weights (input `weight_input`, a copy the pass owns) by scale per channel.
+  void (*scale_weights)(const OpContext& ctx, Tensor& w, const std::vector<double>& scale) = nullptr;
+  int weight_input = 1;
+  int bias_input = 2;
+  // Factor the node applies to its bias input (Gemm's beta; 1 for convs). After folding the bias
+  // holds the final values, so the pass sets the attribute `bias_scale_attr` to 1 when named.
+  double (*bias_scale)(const OpContext& ctx) = nullptr;
+  const char* bias_scale_attr = nullptr;
+};
+
+// Facts about an op that the compiler (passes, shape resolution, the buffer planner) and the
+// profiler ask, instead of switching on op names.
+struct OpTraits {
+  // Inputs whose *values* determine output shapes: they must be known at plan time.
+  std::vector<int> value_inputs;
+  // host() needs only input shapes, not data (Shape, Size).
+  bool host_needs_shapes_only = false;
+  // Output 0 is input 0's bytes under another shape (Reshape, Squeeze, ...): no kernel, the buffer
+  // planner shares the storage.
+  bool view = false;
+  // Output 0 may overwrite input 0 or 1 when that input has the output's shape and storage type
+  // and dies at this node (each output element is computed from the same input element only).
+  bool inplace = false;
+  // build() honours Node::epilogue (a fused activation / residual add) on output 0.
+  bool takes_epilogue = false;
+  // Byte offset at which output k is one contiguous run of input 0's bytes (a Slice or Split
+  // piece), or -1. The planner may then make output k a view (no copy).
+  int64_t (*output_view_offset)(const OpContext& ctx, int k) = nullptr;
+  // Byte offset at which input k lands in output 0 when it is one contiguous block of it (Concat
+  // along the outermost non-1 axis), or -1. The planner may then let input k's producer write
+  // straight into output 0.
+  int64_t (*input_offset_in_output)(const OpContext& ctx, int k) = nullptr;
+  // Floating-point operations for the node's resolved shapes (a multiply-add counts 2); nullptr:
+  // data movement, 0.
+  double (*flops)(const OpContext& ctx) = nullptr;
+  // Non-null: the node can absorb a following per-channel affine into its weights.
+  const ChannelAffine* affine = nullptr;
+};
+
+using InferFn = void (*)(OpContext&);
+using HostFn = void (*)(OpContext&);
+using BuildFn = void (*)(BuildContext&);
+
+// A registry row, keyed by (domain, op type, since_version). Built with named setters:
+//   OpDef("Conv", 1, conv_infer).build(conv_build).epilogue().flops(conv_flops)
+struct OpDef {
+  std::string domain;  // "" for the default ONNX domain
+  std::string op_type;
+  int since_version = 1;
+  InferFn infer_fn = nullptr;
+  HostFn host_fn = nullptr;    // may be nullptr
+  BuildFn build_fn = nullptr;  // nullptr when host always applies (e.g. Shape)
+  OpTraits traits;
+
+  OpDef(std::string op, int since, InferFn infer, std::string dom = "")
+      : domain(std::move(dom)), op_type(std::move(op)), since_version(since), infer_fn(infer) {}
+  OpDef& host(HostFn f) { return host_fn = f, *this; }
+  OpDef& build(BuildFn f) { return build_fn = f, *this; }
+  OpDef& value_inputs(std::initializer_list<int> slots) { return traits.value_inputs = slots, *this; }
+  OpDef& host_shapes_only() { return traits.host_needs_shapes_only = true, *this; }
+  OpDef& view() { return traits.view = true, *this; }
+  OpDef& inplace(bool on = true) { return traits.inplace = on, *this; }
+  OpDef& epilogue() { return traits.takes_epilogue = true, *this; }
+  OpDef& output_views(int64_t (*f)(const OpContext&, int)) { return traits.output_view_offset = f, *this; }
+  OpDef& input_slices(int64_t (*f)(const OpContext&, int)) { return traits.input_offset_in_output = f, *this; }
+  OpDef& flops(double (*f)(const OpContext&)) { return traits.flops = f, *this; }
+  OpDef& affine(const ChannelAffine* a) { return traits.affine = a, *this; }
+};
+
+// Highest since_version <= opset for (domain, op_type); nullptr when unsupported. "ai.onnx" is the
+// default domain.
+const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset);
+// The row for a graph node (its domain's opset from the graph); nullptr when unsupported.
+const OpDef* find_op(const Graph& g, const Node& n);
+// Every op type the registry knows, "domain.Op" outside the default domain (for docs).
+std::vector<std::string> supported_ops();
+
+// Floating-point operations of a node for its resolved shapes (from its OpTraits::flops; 0 for
+// data movement and unknown ops).
+double node_flops(const Graph& g, int node_index);
+// Bytes the node reads (non-empty inputs, a fused residual) and writes (outputs), from tensor sizes
+// and the graph's dtypes.
+double node_bytes(const Graph& g, int node_index);
+
+}  // namespace oi

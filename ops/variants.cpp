@@ -1,0 +1,102 @@
+#include "ops/variants.hpp"
+
+#include <cctype>
+#include <sstream>
+
+namespace oi {
+
+std::vector<VariantInfo> conv_variant_info();
+std::vector<VariantInfo> gemm_variant_info();
+std::vector<VariantInfo> pool_variant_info();
+
+namespace {
+
+using ocl_infer::InputError;
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+bool parse_int(const std::string& s, int* v) {
+  if (s.empty() || s.size() > 9) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (size_t k = i; k < s.size(); ++k)
+    if (!std::isdigit(static_cast<unsigned char>(s[k]))) return false;
+  *v = std::stoi(s);
+  return true;
+}
+
+}  // namespace
+
+VariantRequest parse_variant_request(const std::string& spec) {
+  VariantRequest r;
+  const size_t colon = spec.find(':');
+  r.variant = trim(spec.substr(0, colon));
+  if (r.variant.empty()) throw InputError("kernel variant '" + spec + "' names no variant");
+  if (colon == std::string::npos) return r;
+  std::stringstream ss(spec.substr(colon + 1));
+  for (std::string item; std::getline(ss, item, ',');) {
+    item = trim(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    int v = 0;
+    if (eq == std::string::npos || !parse_int(trim(item.substr(eq + 1)), &v))
+      throw InputError("kernel variant parameter '" + item + "' in '" + spec + "' is not name=integer");
+    r.params[trim(item.substr(0, eq))] = v;
+  }
+  return r;
+}
+
+const std::vector<VariantInfo>& variant_catalog() {
+  static const std::vector<VariantInfo> all = [] {
+    std::vector<VariantInfo> r;
+    for (auto* f : {conv_variant_info, gemm_variant_info, pool_variant_info})
+      for (auto& v : f()) r.push_back(v);
+    return r;
+  }();
+  return all;
+}
+
+std::map<std::string, std::string> parse_forced_variants(const std::string& spec) {
+  std::map<std::string, std::string> r;
+  const auto& cat = variant_catalog();
+  auto known = [&] {
+    std::string s;
+    for (auto& v : cat) {
+      s += (s.empty() ? "" : ", ") + v.family + "=" + v.variant;
+      if (!v.params.empty()) {
+        s += " (";
+        for (size_t i = 0; i < v.params.size(); ++i) s += (i ? ", " : "") + v.params[i].name;
+        s += ")";
+      }
+    }
+    return s;
+  };
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ';');) {
+    item = trim(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw InputError("kernel variant '" + item + "' is not family=variant[:param=value,...]; variants: " + known());
+    const std::string family = trim(item.substr(0, eq)), rest = trim(item.substr(eq + 1));
+    VariantRequest req = parse_variant_request(rest);
+    const VariantInfo* found = nullptr;
+    for (auto& v : cat)
+      if (v.family == family && v.variant == req.variant) found = &v;
+    if (!found) throw InputError("unknown kernel variant '" + family + "=" + req.variant + "'; variants: " + known());
+    for (auto& [name, value] : req.params) {
+      bool ok = false;
+      for (auto& p : found->params) ok |= p.name == name;
+      if (!ok)
+        throw InputError("kernel variant " + family + "=" + req.variant + " has no parameter '" + name +
+                         "'; variants: " + known());
+    }
+    r[family] = rest;
+  }
+  return r;
+}
+
+}  // namespace oi

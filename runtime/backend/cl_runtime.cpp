@@ -1,0 +1,485 @@
+#include "runtime/backend/cl_runtime.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/backend/kernel_table.hpp"
+
+namespace oi {
+
+using ocl_infer::DeviceError;
+using ocl_infer::KernelBuildError;
+
+const char* cl_error_name(cl_int err) {
+  switch (err) {
+#define E(x) \
+  case x:    \
+    return #x;
+    E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+    E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_MEM_COPY_OVERLAP) E(CL_IMAGE_FORMAT_MISMATCH)
+    E(CL_IMAGE_FORMAT_NOT_SUPPORTED) E(CL_BUILD_PROGRAM_FAILURE) E(CL_MAP_FAILURE)
+    E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    E(CL_COMPILE_PROGRAM_FAILURE) E(CL_LINKER_NOT_AVAILABLE) E(CL_LINK_PROGRAM_FAILURE)
+    E(CL_DEVICE_PARTITION_FAILED) E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E(CL_INVALID_VALUE)
+    E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+    E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR)
+    E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) E(CL_INVALID_IMAGE_SIZE)
+    E(CL_INVALID_SAMPLER) E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
+    E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL_DEFINITION)
+    E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+    E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
+    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_GL_OBJECT) E(CL_INVALID_BUFFER_SIZE)
+    E(CL_INVALID_MIP_LEVEL) E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PROPERTY)
+#undef E
+    case -1001:
+      return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform/ICD installed)";
+    default:
+      return "unknown OpenCL error";
+  }
+}
+
+void cl_check(cl_int err, const char* call) {
+  if (err == CL_SUCCESS) return;
+  throw DeviceError(std::string(call) + " failed: " + cl_error_name(err) + " (" +
+                    std::to_string(err) + ")");
+}
+
+namespace {
+std::string raw_kernel_source(const std::string& name) {
+  if (const char* dir = std::getenv("OCL_INFER_KERNEL_DIR"); dir && *dir) {
+    std::ifstream f(std::string(dir) + "/" + name + ".cl");
+    if (f) {
+      std::stringstream ss;
+      ss << f.rdbuf();
+      return ss.str();
+    }
+  }
+  for (const EmbeddedKernel* k = embedded_kernels(); k->name; ++k)
+    if (name == k->name) return k->source;
+  throw ocl_infer::Error("internal: no kernel file '" + name + ".cl'");
+}
+}  // namespace
+
+namespace {
+
+// Resolves `#include "other.cl"` lines against the embedded files, recursively (each file once:
+// the device compiler never sees a file system, and the includes have guards anyway).
+void expand_includes(const std::string& name, std::string& out, std::vector<std::string>& seen, int depth) {
+  if (depth > 8) throw ocl_infer::Error("internal: kernels/" + name + ".cl nests includes too deeply");
+  if (std::find(seen.begin(), seen.end(), name) != seen.end()) return;
+  seen.push_back(name);
+  std::istringstream in(raw_kernel_source(name));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto p = line.find("#include \"");
+    if (p != std::string::npos && line.find_first_not_of(" \t") == p) {
+      auto q = line.find('"', p + 10);
+      std::string file = line.substr(p + 10, q == std::string::npos ? std::string::npos : q - p - 10);
+      if (file.size() > 3 && file.compare(file.size() - 3, 3, ".cl") == 0) {
+        expand_includes(file.substr(0, file.size() - 3), out, seen, depth + 1);
+        continue;
+      }
+    }
+    out += line + "\n";
+  }
+}
+
+}  // namespace
+
+std::string kernel_source(const std::string& name) {
+  std::string out;
+  std::vector<std::string> seen;
+  expand_includes(name, out, seen, 0);
+  return out;
+}
+
+namespace {
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  std::string s(n, '\0');
+  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+template <typename T>
+T device_scalar(cl_device_id d, cl_device_info what) {
+  T v{};
+  clGetDeviceInfo(d, what, sizeof(T), &v, nullptr);
+  return v;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// FNV-1a, 64 bit: only a cache key, collisions are caught by storing the full key in the entry.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+constexpr const char* kCacheFormat = "ocl-infer-program-cache-v1";
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("OCL_INFER_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/ocl-infer";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/ocl-infer";
+  return "";
+}
+
+void make_dirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    mkdir(cur.c_str(), 0755);
+  }
+}
+
+}  // namespace
+
+const char* device_class_name(DeviceClass c) {
+  switch (c) {
+    case DeviceClass::CPU: return "CPU";
+    case DeviceClass::GPU: return "GPU";
+    case DeviceClass::Accelerator: return "ACCELERATOR";
+    default: return "OTHER";
+  }
+}
+
+size_t DeviceCaps::linear_local() const {
+  return std::max<size_t>(1, std::min<size_t>(64, max_work_group_size));
+}
+
+std::string DeviceCaps::summary() const {
+  std::string s = std::string(device_class_name(type)) + ", " + std::to_string(compute_units) + " compute units, " +
+                  std::to_string(local_mem_bytes / 1024) + " KiB local memory" +
+                  (local_mem_dedicated ? "" : " (emulated)") + ", max work-group " +
+                  std::to_string(max_work_group_size) + ", float vector width " +
+                  std::to_string(preferred_vector_width_float);
+  if (fp16) s += ", fp16";
+  if (fp64) s += ", fp64";
+  if (subgroups) s += ", subgroups";
+  if (integer_dot_product) s += ", int dot product";
+  return s + ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
+}
+
+DeviceCaps query_caps(cl_device_id d) {
+  DeviceCaps c;
+  auto type = device_scalar<cl_device_type>(d, CL_DEVICE_TYPE);
+  c.type = (type & CL_DEVICE_TYPE_GPU)           ? DeviceClass::GPU
+           : (type & CL_DEVICE_TYPE_ACCELERATOR) ? DeviceClass::Accelerator
+           : (type & CL_DEVICE_TYPE_CPU)         ? DeviceClass::CPU
+                                                 : DeviceClass::Other;
+  c.compute_units = std::max<cl_uint>(1, device_scalar<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
+  c.max_work_group_size = std::max<size_t>(1, device_scalar<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  const cl_uint dims = device_scalar<cl_uint>(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
+  if (dims > 0 && dims <= 16) {
+    c.max_work_item_sizes.assign(dims, 0);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), c.max_work_item_sizes.data(), nullptr);
+  }
+  c.local_mem_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
+  c.local_mem_dedicated = device_scalar<cl_device_local_mem_type>(d, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
+  c.global_mem_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+  c.max_alloc_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  c.base_addr_align_bytes = std::max<size_t>(device_scalar<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
+  c.preferred_vector_width_float = device_scalar<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
+  c.preferred_vector_width_half = device_scalar<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF);
+  c.native_vector_width_float = device_scalar<cl_uint>(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
+  std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
+  for (std::string e; ext >> e;) c.extensions.insert(e);
+  c.fp16 = c.has("cl_khr_fp16");
+  c.fp64 = c.has("cl_khr_fp64");
+  c.subgroups = c.has("cl_khr_subgroups") || c.has("cl_intel_subgroups");
+  c.integer_dot_product = c.has("cl_khr_integer_dot_product");
+  // "OpenCL C 1.2 pocl" -> 1, 2
+  const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);
+  int major = 0, minor = 0;
+  if (std::sscanf(ver.c_str(), "OpenCL C %d.%d", &major, &minor) == 2) {
+    c.opencl_c_major = major;
+    c.opencl_c_minor = minor;
+  }
+  if (c.has("cl_intel_required_subgroup_size")) {
+    // CL_DEVICE_SUB_GROUP_SIZES_INTEL (0x4108): a size_t list.
+    size_t n = 0;
+    if (clGetDeviceInfo(d, 0x4108, 0, nullptr, &n) == CL_SUCCESS && n > 0 && n % sizeof(size_t) == 0) {
+      c.subgroup_sizes.resize(n / sizeof(size_t));
+      clGetDeviceInfo(d, 0x4108, n, c.subgroup_sizes.data(), nullptr);
+    }
+  }
+  return c;
+}
+
+std::vector<DeviceHandle> enumerate_devices() {
+  cl_uint np = 0;
+  cl_int err = clGetPlatformIDs(0, nullptr, &np);
+  if (err == -1001 || np == 0)
+    throw DeviceError(
+        "no OpenCL platform found: install an OpenCL driver (e.g. Debian's pocl-opencl-icd) and "
+        "the ICD loader (ocl-icd-libopencl1)");
+  cl_check(err, "clGetPlatformIDs");
+  std::vector<cl_platform_id> plats(np);
+  cl_check(clGetPlatformIDs(np, plats.data(), nullptr), "clGetPlatformIDs");
+  std::vector<DeviceHandle> out;
+  for (auto p : plats) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> devs(nd);
+    clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, devs.data(), nullptr);
+    for (auto d : devs) {
+      DeviceHandle h;
+      h.platform = p;
+      h.device = d;
+      auto& i = h.info;
+      i.index = static_cast<int>(out.size());
+      i.name = device_string(d, CL_DEVICE_NAME);
+      i.vendor = device_string(d, CL_DEVICE_VENDOR);
+      i.platform = platform_string(p, CL_PLATFORM_NAME);
+      i.driver_version = device_string(d, CL_DRIVER_VERSION);
+      i.device_version = device_string(d, CL_DEVICE_VERSION);
+      i.opencl_c_version = device_string(d, CL_DEVICE_OPENCL_C_VERSION);
+      auto type = device_scalar<cl_device_type>(d, CL_DEVICE_TYPE);
+      i.type = (type & CL_DEVICE_TYPE_GPU)           ? "GPU"
+               : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "ACCELERATOR"
+               : (type & CL_DEVICE_TYPE_CPU)         ? "CPU"
+                                                     : "OTHER";
+      i.global_mem_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+      i.max_alloc_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+      i.compute_units = device_scalar<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
+      out.push_back(h);
+    }
+  }
+  if (out.empty()) throw DeviceError("OpenCL platforms exist but expose no device");
+  return out;
+}
+
+DeviceHandle select_device(const std::string& spec) {
+  auto devs = enumerate_devices();
+  auto list = [&] {
+    std::string s;
+    for (auto& d : devs)
+      s += (s.empty() ? "" : "; ") + std::to_string(d.info.index) + ": " + d.info.name + " (" +
+           d.info.type + ")";
+    return s;
+  };
+  if (spec.empty()) {
+    for (auto& d : devs)
+      if (d.info.type == "GPU" || d.info.type == "ACCELERATOR") return d;
+    for (auto& d : devs)
+      if (d.info.type == "CPU") return d;
+    return devs[0];
+  }
+  if (std::all_of(spec.begin(), spec.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
+    size_t idx = std::stoul(spec);
+    if (idx < devs.size()) return devs[idx];
+    throw DeviceError("no OpenCL device with index " + spec + "; devices: " + list());
+  }
+  for (auto& d : devs)
+    if (lower(d.info.name).find(lower(spec)) != std::string::npos ||
+        lower(d.info.platform).find(lower(spec)) != std::string::npos)
+      return d;
+  throw DeviceError("no OpenCL device matches '" + spec + "'; devices: " + list());
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (mem) clReleaseMemObject(mem);
+}
+
+void KernelDeleter::operator()(cl_kernel k) const {
+  if (k) clReleaseKernel(k);
+}
+
+ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
+                     std::function<void(const std::string&)> log, bool profiling)
+    : dev_(dev), profiling_(profiling), log_(std::move(log)) {
+  cl_int err = CL_SUCCESS;
+  context_ = clCreateContext(nullptr, 1, &dev_.device, nullptr, nullptr, &err);
+  cl_check(err, "clCreateContext");
+  queue_ = clCreateCommandQueue(context_, dev_.device,
+                                profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+  if (err != CL_SUCCESS) {
+    clReleaseContext(context_);
+    cl_check(err, "clCreateCommandQueue");
+  }
+  caps_ = query_caps(dev_.device);
+  cache_dir_ = cache_dir.empty() ? default_cache_dir() : (cache_dir == "off" ? "" : cache_dir);
+}
+
+ClRuntime::~ClRuntime() {
+  for (auto& [k, p] : programs_) clReleaseProgram(p);
+  if (queue_) clReleaseCommandQueue(queue_);
+  if (context_) clReleaseContext(context_);
+}
+
+BufferPtr ClRuntime::alloc(size_t bytes) {
+  if (bytes == 0) bytes = 4;
+  if (bytes > dev_.info.max_alloc_bytes)
+    throw DeviceError("device out of memory: a buffer of " + std::to_string(bytes) +
+                      " bytes exceeds the device's maximum allocation of " +
+                      std::to_string(dev_.info.max_alloc_bytes) + " bytes");
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+      err == CL_OUT_OF_HOST_MEMORY)
+    throw DeviceError("device out of memory allocating " + std::to_string(bytes) + " bytes (" +
+                      cl_error_name(err) + ")");
+  cl_check(err, "clCreateBuffer");
+  auto b = std::make_shared<DeviceBuffer>();
+  b->mem = m;
+  b->bytes = bytes;
+  return b;
+}
+
+BufferPtr ClRuntime::sub_buffer(const BufferPtr& parent, size_t offset, size_t bytes) {
+  cl_buffer_region region{offset, bytes};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  cl_check(err, "clCreateSubBuffer");
+  auto b = std::make_shared<DeviceBuffer>();
+  b->mem = m;
+  b->bytes = bytes;
+  b->parent = parent;
+  return b;
+}
+
+BufferPtr ClRuntime::upload(const void* data, size_t bytes) {
+  auto b = alloc(bytes);
+  if (bytes)
+    cl_check(clEnqueueWriteBuffer(queue_, b->mem, CL_TRUE, 0, bytes, data, 0, nullptr, nullptr),
+             "clEnqueueWriteBuffer");
+  return b;
+}
+
+cl_program ClRuntime::build_from_source(const std::string& src, const std::string& options,
+                                        const std::string& file) {
+  cl_int err = CL_SUCCESS;
+  const char* s = src.c_str();
+  size_t len = src.size();
+  cl_program p = clCreateProgramWithSource(context_, 1, &s, &len, &err);
+  cl_check(err, "clCreateProgramWithSource");
+  err = clBuildProgram(p, 1, &dev_.device, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string logtext(n, '\0');
+    clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, n, logtext.data(), nullptr);
+    clReleaseProgram(p);
+    throw KernelBuildError("building kernels/" + file + ".cl with options '" + options +
+                           "' failed: " + cl_error_name(err) + "; build log:\n" + logtext);
+  }
+  return p;
+}
+
+cl_program ClRuntime::program(const std::string& file, const std::string& options) {
+  std::string mem_key = file + '\n' + options;
+  if (auto it = programs_.find(mem_key); it != programs_.end()) return it->second;
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::string src = kernel_source(file);
+  std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
+                         dev_.info.name + '\n' + dev_.info.platform + '\n' +
+                         dev_.info.driver_version + '\n' + dev_.info.device_version;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(full_key)));
+  std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + file + "-" + hex + ".bin";
+
+  cl_program prog = nullptr;
+  // Cache entry layout: u64 key length, key bytes, u64 binary length, binary bytes. The full key is
+  // compared so that a hash collision or a truncated file falls back to compiling.
+  if (!path.empty()) {
+    std::ifstream f(path, std::ios::binary);
+    uint64_t klen = 0, blen = 0;
+    if (f && f.read(reinterpret_cast<char*>(&klen), 8) && klen == full_key.size()) {
+      std::string k(klen, '\0');
+      if (f.read(k.data(), klen) && k == full_key && f.read(reinterpret_cast<char*>(&blen), 8) &&
+          blen > 0 && blen < (1ull << 31)) {
+        std::vector<unsigned char> bin(blen);
+        if (f.read(reinterpret_cast<char*>(bin.data()), blen)) {
+          const unsigned char* bp = bin.data();
+          size_t bl = bin.size();
+          cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+          cl_program p =
+              clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
+          if (err == CL_SUCCESS && status == CL_SUCCESS &&
+              clBuildProgram(p, 1, &dev_.device, options.c_str(), nullptr, nullptr) ==
+                  CL_SUCCESS) {
+            prog = p;
+            stats_.cached++;
+          } else if (p) {
+            clReleaseProgram(p);
+          }
+        }
+      }
+    }
+  }
+  if (!prog) {
+    prog = build_from_source(src, options, file);
+    stats_.built++;
+    if (!path.empty()) {
+      size_t bsize = 0;
+      if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) ==
+              CL_SUCCESS &&
+          bsize > 0) {
+        std::vector<unsigned char> bin(bsize);
+        unsigned char* bp = bin.data();
+        if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) == CL_SUCCESS) {
+          make_dirs(cache_dir_);
+          std::string tmp = path + ".tmp." + std::to_string(getpid());
+          std::ofstream f(tmp, std::ios::binary);
+          uint64_t klen = full_key.size(), blen = bsize;
+          f.write(reinterpret_cast<const char*>(&klen), 8);
+          f.write(full_key.data(), klen);
+          f.write(reinterpret_cast<const char*>(&blen), 8);
+          f.write(reinterpret_cast<const char*>(bin.data()), blen);
+          f.close();
+          if (f) std::rename(tmp.c_str(), path.c_str());
+          else std::remove(tmp.c_str());
+        }
+      }
+    }
+  }
+  stats_.compile_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  programs_[mem_key] = prog;
+  return prog;
+}
+
+KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
+                            const std::string& options) {
+  cl_program p = program(file, options);
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(p, entry.c_str(), &err);
+  if (err != CL_SUCCESS)
+    throw ocl_infer::DeviceError("clCreateKernel('" + entry + "' in kernels/" + file +
+                                 ".cl) failed: " + cl_error_name(err));
+  return KernelPtr(k);
+}
+
+}  // namespace oi

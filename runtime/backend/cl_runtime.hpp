@@ -1,0 +1,116 @@
+// Thin RAII layer over the OpenCL C API: device discovery, one context and in-order queue, device
+// buffers, and a two-level program cache (memory by source+options, disk by a hash of source,
+// options, device, driver and cache format).
+#pragma once
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ocl_infer/ocl_infer.hpp"
+#include "runtime/backend/device_caps.hpp"
+
+namespace oi {
+
+const char* cl_error_name(cl_int err);
+// Throws ocl_infer::DeviceError "<call> failed: <CL_ERROR_NAME>" when err != CL_SUCCESS.
+void cl_check(cl_int err, const char* call);
+
+// Source of an embedded kernel file ("elementwise" for kernels/elementwise.cl). When
+// $OCL_INFER_KERNEL_DIR is set, the file is read from that folder instead. Throws when unknown.
+std::string kernel_source(const std::string& name);
+
+struct DeviceHandle {
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+  ocl_infer::DeviceInfo info;
+};
+
+// Reads the device's capabilities.
+DeviceCaps query_caps(cl_device_id device);
+
+// All devices of all platforms, in a stable order. Throws DeviceError when there is no platform.
+std::vector<DeviceHandle> enumerate_devices();
+// Resolves SessionOptions::device (see the public header). Throws DeviceError listing the devices
+// when nothing matches.
+DeviceHandle select_device(const std::string& spec);
+
+// A device buffer; released when the last shared_ptr goes.
+struct DeviceBuffer {
+  cl_mem mem = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<DeviceBuffer> parent;  // for sub-buffers
+  ~DeviceBuffer();
+};
+using BufferPtr = std::shared_ptr<DeviceBuffer>;
+
+struct KernelDeleter {
+  void operator()(cl_kernel k) const;
+};
+using KernelPtr = std::unique_ptr<std::remove_pointer_t<cl_kernel>, KernelDeleter>;
+
+struct CompileStats {
+  double compile_ms = 0;
+  int built = 0;
+  int cached = 0;
+};
+
+class ClRuntime {
+ public:
+  // profiling: create the queue with CL_QUEUE_PROFILING_ENABLE.
+  ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
+            std::function<void(const std::string&)> log, bool profiling = false);
+  ~ClRuntime();
+  ClRuntime(const ClRuntime&) = delete;
+  ClRuntime& operator=(const ClRuntime&) = delete;
+
+  const ocl_infer::DeviceInfo& info() const { return dev_.info; }
+  const DeviceCaps& caps() const { return caps_; }
+  cl_context context() const { return context_; }
+  cl_command_queue queue() const { return queue_; }
+  cl_device_id device() const { return dev_.device; }
+  bool has_fp64() const { return caps_.fp64; }
+  bool profiling() const { return profiling_; }
+
+  // Allocates `bytes` (at least 1) of device memory. Throws DeviceError (out of memory names the
+  // size) on failure.
+  BufferPtr alloc(size_t bytes);
+  // A view of bytes [offset, offset+bytes) of `parent`; offset must be a multiple of
+  // base_addr_align(). The view keeps the parent alive.
+  BufferPtr sub_buffer(const BufferPtr& parent, size_t offset, size_t bytes);
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes.
+  size_t base_addr_align() const { return caps_.base_addr_align_bytes; }
+  // Allocates and fills synchronously from host memory.
+  BufferPtr upload(const void* data, size_t bytes);
+
+  // A new kernel object for `entry` in kernels/<file>.cl built with `options`. Programs are
+  // cached in memory and on disk. Throws KernelBuildError with the build log.
+  KernelPtr kernel(const std::string& file, const std::string& entry, const std::string& options);
+
+  CompileStats& compile_stats() { return stats_; }
+
+ private:
+  cl_program program(const std::string& file, const std::string& options);
+  cl_program build_from_source(const std::string& src, const std::string& options,
+                               const std::string& file);
+
+  DeviceHandle dev_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  DeviceCaps caps_;
+  bool profiling_ = false;
+  std::string cache_dir_;
+  std::function<void(const std::string&)> log_;
+  std::map<std::string, cl_program> programs_;
+  CompileStats stats_;
+};
+
+}  // namespace oi

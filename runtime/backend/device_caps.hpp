@@ -1,0 +1,47 @@
+// What an OpenCL device can do, read once from clGetDeviceInfo: the facts that kernel variants
+// and their default parameters are chosen by. Never chosen by vendor id (PoCL reports Intel's on
+// AMD CPUs): by device type, limits and extensions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace oi {
+
+enum class DeviceClass { CPU, GPU, Accelerator, Other };
+
+const char* device_class_name(DeviceClass c);  // "CPU", "GPU", "ACCELERATOR", "OTHER"
+
+struct DeviceCaps {
+  DeviceClass type = DeviceClass::Other;
+  uint32_t compute_units = 1;
+  size_t max_work_group_size = 1;
+  std::vector<size_t> max_work_item_sizes;  // per dimension
+  uint64_t local_mem_bytes = 0;
+  bool local_mem_dedicated = false;  // CL_LOCAL (on-chip) rather than CL_GLOBAL (emulated)
+  uint64_t global_mem_bytes = 0;
+  uint64_t max_alloc_bytes = 0;
+  size_t base_addr_align_bytes = 128;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes
+  uint32_t preferred_vector_width_float = 1, preferred_vector_width_half = 0;
+  uint32_t native_vector_width_float = 1;
+  std::vector<size_t> subgroup_sizes;  // CL_DEVICE_SUB_GROUP_SIZES_INTEL when reported
+  int opencl_c_major = 1, opencl_c_minor = 2;  // from CL_DEVICE_OPENCL_C_VERSION
+  std::set<std::string> extensions;
+  bool fp16 = false;                // cl_khr_fp16
+  bool fp64 = false;                // cl_khr_fp64
+  bool subgroups = false;           // cl_khr_subgroups or cl_intel_subgroups
+  bool integer_dot_product = false;  // cl_khr_integer_dot_product
+
+  bool has(const std::string& ext) const { return extensions.count(ext) != 0; }
+  bool is_cpu() const { return type == DeviceClass::CPU; }
+  // The 1-D work-group size for simple one-element-per-work-item kernels (elementwise, copies):
+  // 64, within the device's limit.
+  size_t linear_local() const;
+  // "CPU, 2 compute units, 8 KiB local memory, fp64, OpenCL C 1.2" for logs and dumps.
+  std::string summary() const;
+};
+
+}  // namespace oi

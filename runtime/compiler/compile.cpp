@@ -1,0 +1,207 @@
+#include "runtime/compiler/compile.hpp"
+
+#include <algorithm>
+
+#include "ops/core/op_def.hpp"
+
+namespace oi {
+
+std::vector<int> live_nodes(const Graph& g) {
+  std::vector<bool> needed(g.values.size(), false);
+  for (int o : g.outputs) needed[o] = true;
+  std::vector<bool> live(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (n.removed) continue;
+    bool any = std::any_of(n.outputs.begin(), n.outputs.end(),
+                           [&](int o) { return o >= 0 && needed[o]; });
+    if (!any) continue;
+    live[i] = true;
+    for (int in : n.inputs)
+      if (in >= 0) needed[in] = true;
+    if (n.epilogue.residual >= 0) needed[n.epilogue.residual] = true;
+  }
+  std::vector<int> r;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (live[i]) r.push_back(static_cast<int>(i));
+  return r;
+}
+
+std::set<int> plan_time_inputs(const Graph& g) {
+  std::vector<bool> value_needed(g.values.size(), false);
+  auto nodes = live_nodes(g);
+  for (int ni : nodes) {
+    const Node& n = g.nodes[ni];
+    const OpDef* def = find_op(g, n);
+    if (!def) continue;
+    for (int k : def->traits.value_inputs)
+      if (k < static_cast<int>(n.inputs.size()) && n.inputs[k] >= 0) value_needed[n.inputs[k]] = true;
+  }
+  // Walk backwards: the inputs of a node whose output value is needed are needed too, unless the
+  // node only looks at shapes.
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node& n = g.nodes[*it];
+    bool any = std::any_of(n.outputs.begin(), n.outputs.end(),
+                           [&](int o) { return o >= 0 && value_needed[o]; });
+    if (!any) continue;
+    const OpDef* def = find_op(g, n);
+    if (def && def->traits.host_needs_shapes_only) continue;
+    for (int in : n.inputs)
+      if (in >= 0) value_needed[in] = true;
+  }
+  std::set<int> r;
+  for (int in : g.inputs)
+    if (value_needed[in]) r.insert(in);
+  return r;
+}
+
+std::vector<std::string> unsupported_ops(const Graph& g) {
+  std::map<std::string, std::vector<std::string>> missing;
+  for (int ni : live_nodes(g)) {
+    const Node& n = g.nodes[ni];
+    if (find_op(g, n)) continue;
+    std::string key = (n.domain.empty() ? "" : n.domain + ".") + n.op_type + " (opset " +
+                      std::to_string(g.opset(n.domain)) + ")";
+    missing[key].push_back(n.name);
+  }
+  std::vector<std::string> r;
+  for (auto& [k, names] : missing) {
+    std::string s = k + ": node";
+    s += names.size() > 1 ? "s " : " ";
+    for (size_t i = 0; i < names.size() && i < 5; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+    if (names.size() > 5) s += " and " + std::to_string(names.size() - 5) + " more";
+    r.push_back(s);
+  }
+  return r;
+}
+
+namespace {
+
+// Shape inference and host folding over the live nodes; folded nodes are marked removed.
+void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time) {
+  Graph& g = p.graph;
+  for (auto& [id, t] : inputs) {
+    Value& v = g.values[id];
+    v.shape = t->shape;
+    v.shape_known = true;
+    if (plan_time.count(id)) v.data = std::make_shared<const Tensor>(*t);
+  }
+  auto live = live_nodes(g);
+  p.nodes_before = static_cast<int>(live.size());
+  std::vector<bool> is_live(g.nodes.size(), false);
+  for (int ni : live) is_live[ni] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!is_live[i]) g.nodes[i].removed = true;
+  for (int ni : live) {
+    Node& n = g.nodes[ni];
+    const OpDef* def = find_op(g, n);
+    if (!def)
+      throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
+    OpContext ctx(g, ni);
+    for (int k = 0; k < ctx.num_inputs(); ++k)
+      if (ctx.has_input(k) && !ctx.in(k).shape_known)
+        ctx.fail("input '" + ctx.in(k).name + "' has no known shape");
+    def->infer_fn(ctx);
+    for (int k = 0; k < ctx.num_outputs(); ++k)
+      if (ctx.has_output(k) && !ctx.out_value(k).shape_known)
+        throw ocl_infer::Error("internal: " + describe_node(g, n) + " left output " +
+                               std::to_string(k) + " without a shape");
+    bool host_ok = def->host_fn != nullptr;
+    if (host_ok && !def->traits.host_needs_shapes_only)
+      for (int k = 0; k < ctx.num_inputs(); ++k)
+        if (ctx.has_input(k) && !ctx.is_const(k)) host_ok = false;
+    if (!host_ok) continue;
+    std::vector<std::pair<DType, Shape>> inferred;
+    for (int k = 0; k < ctx.num_outputs(); ++k)
+      if (ctx.has_output(k)) inferred.push_back({ctx.out_value(k).dtype, ctx.out_value(k).shape});
+    def->host_fn(ctx);
+    size_t j = 0;
+    for (int k = 0; k < ctx.num_outputs(); ++k) {
+      if (!ctx.has_output(k)) continue;
+      const Value& o = ctx.out_value(k);
+      if (!o.data || o.dtype != inferred[j].first || o.shape != inferred[j].second)
+        throw ocl_infer::Error("internal: host evaluation of " + describe_node(g, n) +
+                               " disagrees with shape inference");
+      ++j;
+    }
+    n.removed = true;
+    ++p.folded_nodes;
+  }
+}
+
+}  // namespace
+
+CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& inputs,
+                      const std::set<int>& plan_time, const CompileOptions& options) {
+  CompiledGraph p;
+  p.graph = model;
+  Graph& g = p.graph;
+  resolve(p, inputs, plan_time);
+  p.passes = optimize(g, options.optimizer);
+  g.compact();
+  // After folding and fusion, the live nodes are the device nodes.
+  std::vector<int> device = live_nodes(g);
+  std::vector<PlanNodeTraits> traits;
+  for (int ni : device) {
+    const Node& n = g.nodes[ni];
+    const OpDef* def = find_op(g, n);
+    if (!def) throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
+    if (!def->build_fn)
+      throw ocl_infer::UnsupportedError(describe_node(g, n) +
+                                        ": can only be computed at plan time, but an input is not known then");
+    PlanNodeTraits t;
+    t.view = def->traits.view;
+    t.inplace = def->traits.inplace;
+    const OpContext ctx(g, ni);
+    if (def->traits.input_offset_in_output && !n.outputs.empty() && n.outputs[0] >= 0) {
+      bool any = false;
+      for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k) {
+        t.input_offsets.push_back(n.inputs[k] >= 0 ? def->traits.input_offset_in_output(ctx, k) : -1);
+        any |= t.input_offsets.back() >= 0;
+      }
+      if (!any) t.input_offsets.clear();
+    }
+    if (def->traits.output_view_offset && options.plan_memory)
+      for (int k = 0; k < static_cast<int>(n.outputs.size()); ++k)
+        t.view_offsets.push_back(n.outputs[k] >= 0 ? def->traits.output_view_offset(ctx, k) : -1);
+    traits.push_back(t);
+    Step s;
+    s.node = ni;
+    p.steps.push_back(s);
+  }
+  // Every value is stored in its graph dtype (fp32 precision).
+  p.storage.resize(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) p.storage[v] = g.values[v].dtype;
+
+  if (options.plan_memory) {
+    const size_t align = std::max<size_t>(options.alignment, 4);
+    MemoryPlan mp = plan_memory(g, device, traits, align);
+    if (!mp.concat_in_place.empty()) {
+      // Writing Concat inputs in place saves copies but makes the Concat's output live longer;
+      // when that costs more than 5 % of the arena (DenseNet), plan without it.
+      MemoryPlan plain = plan_memory(g, device, traits, align, false);
+      if (static_cast<double>(plain.arena_bytes) * 1.05 < static_cast<double>(mp.arena_bytes)) {
+        plain.concat_inputs = mp.concat_inputs;
+        mp = std::move(plain);
+      }
+    }
+    if (mp.arena_bytes > 0 && mp.arena_bytes <= options.max_arena_bytes) {
+      std::string bad = check_memory_plan(mp);
+      if (!bad.empty()) throw ocl_infer::Error("internal: buffer plan is unsound: " + bad);
+      auto set_flag = [](std::vector<bool>& flags, int k) {
+        if (flags.size() <= static_cast<size_t>(k)) flags.resize(k + 1, false);
+        flags[k] = true;
+      };
+      for (auto& [step, slot] : mp.concat_in_place) set_flag(p.steps[step].inputs_in_place, slot);
+      for (auto& [step, slot] : mp.output_views) set_flag(p.steps[step].outputs_are_views, slot);
+      p.arena_offset.assign(g.values.size(), -1);
+      for (auto& slot : mp.slots)
+        p.arena_offset[slot.value] = static_cast<int64_t>(mp.groups[slot.group].offset + slot.offset_in_group);
+      p.memory_planned = true;
+      p.memory = std::move(mp);
+    }
+  }
+  return p;
+}
+
+}  // namespace oi

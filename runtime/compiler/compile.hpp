@@ -1,0 +1,70 @@
+// The compiler: a model Graph and the shapes (and plan-time values) of its inputs in, a
+// CompiledGraph out: every value's shape resolved, constants folded on the host, the optimizer's
+// passes applied, the device nodes in execution order with their per-step plan facts, a storage
+// type for every value and the buffer plan. Nothing here sees OpenCL; the plan builder
+// (runtime/exec/plan.hpp) turns a CompiledGraph into buffers and kernel launches.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/compiler/memory_planner.hpp"
+#include "runtime/compiler/optimizer.hpp"
+#include "runtime/ir/graph.hpp"
+
+namespace oi {
+
+struct CompileOptions {
+  OptimizerOptions optimizer;
+  bool plan_memory = true;  // false: every activation gets its own buffer
+  // The device's sub-buffer alignment (bytes) and largest allocation: the arena must fit one.
+  size_t alignment = 128;
+  uint64_t max_arena_bytes = ~uint64_t{0};
+};
+
+// One device node of the schedule, with the facts the buffer plan decided for it.
+struct Step {
+  int node = -1;                        // index into CompiledGraph::graph.nodes
+  std::vector<bool> inputs_in_place;    // input k already sits in its slice of output 0
+  std::vector<bool> outputs_are_views;  // output k is a view into input 0 (no copy)
+  bool input_in_place(int k) const {
+    return k >= 0 && static_cast<size_t>(k) < inputs_in_place.size() && inputs_in_place[k];
+  }
+  bool output_is_view(int k) const {
+    return k >= 0 && static_cast<size_t>(k) < outputs_are_views.size() && outputs_are_views[k];
+  }
+};
+
+struct CompiledGraph {
+  Graph graph;              // resolved, folded values carry data, optimized, compacted
+  std::vector<Step> steps;  // device nodes in execution order
+  // By value id: the type the value is stored in on the device. Today every value is stored in
+  // its graph dtype; precision modes (fp16, int8 storage) assign others here.
+  std::vector<DType> storage;
+  bool memory_planned = false;
+  MemoryPlan memory;                // valid when memory_planned
+  std::vector<int64_t> arena_offset;  // by value id: byte offset in the arena, -1 when not in it
+  int folded_nodes = 0;             // evaluated on the host at plan time
+  int nodes_before = 0;             // live model nodes before optimization
+  std::vector<PassReport> passes;
+};
+
+// Nodes whose results reach a graph output, in order (fused residual reads count).
+std::vector<int> live_nodes(const Graph& g);
+
+// Model inputs whose values (not only shapes) determine shapes somewhere in the graph (the shape
+// tensor of a Reshape, the bounds of a Range, ...). Their data is part of the plan.
+std::set<int> plan_time_inputs(const Graph& g);
+
+// Every (op_type, opset) of the live nodes that the registry lacks, as "Op (opset N): node a, b".
+std::vector<std::string> unsupported_ops(const Graph& g);
+
+// Compiles `model` for `inputs` (model input value id -> tensor: shapes are used, and the data of
+// plan-time inputs is folded in as constants). Throws ModelError / UnsupportedError naming the
+// node.
+CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& inputs,
+                      const std::set<int>& plan_time, const CompileOptions& options);
+
+}  // namespace oi

@@ -1,0 +1,252 @@
+#include "runtime/compiler/memory_planner.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace oi {
+
+namespace {
+
+constexpr int kEnd = std::numeric_limits<int>::max() / 2;
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+size_t value_bytes(const Value& v) {
+  return static_cast<size_t>(numel(v.shape)) * ocl_infer::dtype_size(v.dtype);
+}
+
+// The largest total of group bytes live at any one step.
+size_t lower_bound(const MemoryPlan& mp) {
+  std::vector<std::pair<int, long long>> ev;
+  for (auto& grp : mp.groups) {
+    if (grp.values.empty()) continue;
+    ev.push_back({grp.first, static_cast<long long>(grp.bytes)});
+    ev.push_back({grp.last == kEnd ? kEnd : grp.last + 1, -static_cast<long long>(grp.bytes)});
+  }
+  std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  long long cur = 0, best = 0;
+  for (auto& [t, d] : ev) {
+    cur += d;
+    best = std::max(best, cur);
+  }
+  return static_cast<size_t>(best);
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
+                       const std::vector<PlanNodeTraits>& traits, size_t alignment,
+                       bool eliminate_concats) {
+  MemoryPlan mp;
+  mp.alignment = std::max<size_t>(alignment, 1);
+  const size_t nv = g.values.size();
+  mp.group_of.assign(nv, -1);
+
+  std::vector<bool> pinned(nv, false);  // graph inputs and outputs: never shared
+  for (int v : g.inputs) pinned[v] = true;
+  for (int v : g.outputs) pinned[v] = true;
+
+  auto planned = [&](int v) { return v >= 0 && !g.values[v].data; };
+  // Last step at which each value is read; graph outputs stay live to the end.
+  std::vector<int> last_use(nv, -1), def(nv, -1);
+  for (int v : g.inputs) def[v] = -1;
+  for (size_t step = 0; step < device_nodes.size(); ++step) {
+    const Node& n = g.nodes[device_nodes[step]];
+    for (int in : n.inputs)
+      if (planned(in)) last_use[in] = static_cast<int>(step);
+    if (n.epilogue.residual >= 0) last_use[n.epilogue.residual] = static_cast<int>(step);
+    for (int o : n.outputs)
+      if (planned(o)) def[o] = static_cast<int>(step);
+  }
+  for (int v : g.outputs) last_use[v] = kEnd;
+
+  // Byte offset of each value inside its group's bytes (non-zero for views at an offset and
+  // for Concat inputs placed in their slice).
+  std::vector<size_t> offset_in_group(nv, 0);
+  auto new_group = [&](int v) {
+    StorageGroup grp;
+    grp.values.push_back(v);
+    grp.bytes = value_bytes(g.values[v]);
+    grp.first = def[v];
+    grp.last = std::max(last_use[v], def[v]);
+    mp.groups.push_back(grp);
+    mp.group_of[v] = static_cast<int>(mp.groups.size()) - 1;
+  };
+  auto join = [&](int v, int grp_id) {
+    StorageGroup& grp = mp.groups[grp_id];
+    grp.values.push_back(v);
+    grp.bytes = std::max(grp.bytes, value_bytes(g.values[v]));
+    grp.first = std::min(grp.first, def[v]);
+    grp.last = std::max(grp.last, std::max(last_use[v], def[v]));
+    mp.group_of[v] = grp_id;
+  };
+  auto group_pinned = [&](int grp_id) {
+    for (int v : mp.groups[grp_id].values)
+      if (pinned[v]) return true;
+    return false;
+  };
+
+  for (int v : g.inputs)
+    if (planned(v)) new_group(v);
+  for (size_t step = 0; step < device_nodes.size(); ++step) {
+    const Node& n = g.nodes[device_nodes[step]];
+    const PlanNodeTraits& t = traits[step];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      int o = n.outputs[k];
+      if (!planned(o) || mp.group_of[o] >= 0) continue;
+      // A view always shares its input's bytes (the op's build aliases them); if the view is a
+      // graph output, its whole group simply stays live to the end.
+      if (k == 0 && t.view && !n.inputs.empty() && planned(n.inputs[0]) &&
+          mp.group_of[n.inputs[0]] >= 0) {
+        join(o, mp.group_of[n.inputs[0]]);
+        offset_in_group[o] = offset_in_group[n.inputs[0]];
+        continue;
+      }
+      // A contiguous Slice/Split output: the same bytes at an (aligned) offset.
+      if (k < t.view_offsets.size() && t.view_offsets[k] >= 0 && !n.inputs.empty() &&
+          planned(n.inputs[0]) && mp.group_of[n.inputs[0]] >= 0 && !pinned[o]) {
+        const size_t off = offset_in_group[n.inputs[0]] + static_cast<size_t>(t.view_offsets[k]);
+        if (off % mp.alignment == 0) {
+          join(o, mp.group_of[n.inputs[0]]);
+          offset_in_group[o] = off;
+          mp.output_views.push_back({static_cast<int>(step), static_cast<int>(k)});
+          continue;
+        }
+      }
+      if (k == 0 && t.inplace && !pinned[o]) {
+        bool done = false;
+        for (size_t i = 0; i < std::min<size_t>(2, n.inputs.size()) && !done; ++i) {
+          int in = n.inputs[i];
+          if (!planned(in) || mp.group_of[in] < 0) continue;
+          int gid = mp.group_of[in];
+          const Value &vi = g.values[in], &vo = g.values[o];
+          if (vi.shape == vo.shape && vi.dtype == vo.dtype && mp.groups[gid].last == static_cast<int>(step) &&
+              !group_pinned(gid)) {
+            join(o, gid);
+            offset_in_group[o] = offset_in_group[in];
+            done = true;
+          }
+        }
+        if (done) continue;
+      }
+      new_group(o);
+    }
+  }
+
+  // Lower bound before Concat elimination: the liveness of the tensors themselves.
+  mp.lower_bound_bytes = lower_bound(mp);
+
+  // Concat elimination: an input that is its own storage group (not a view, not written in place,
+  // not pinned), dies at the Concat, and whose slice starts at an aligned offset joins the Concat output's group at
+  // that offset, so its producer writes straight into the concatenated tensor.
+  for (size_t step = 0; step < device_nodes.size(); ++step) {
+    const PlanNodeTraits& t = traits[step];
+    if (!eliminate_concats || t.input_offsets.empty()) continue;
+    const Node& n = g.nodes[device_nodes[step]];
+    const int o = n.outputs.empty() ? -1 : n.outputs[0];
+    if (!planned(o) || mp.group_of[o] < 0) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int v = n.inputs[k];
+      const size_t vb = v >= 0 ? value_bytes(g.values[v]) : 0;
+      const int64_t at = k < t.input_offsets.size() ? t.input_offsets[k] : -1;
+      ++mp.concat_inputs;
+      const size_t rel = at >= 0 ? static_cast<size_t>(at) : 0;
+      bool ok = at >= 0 && planned(v) && g.values[v].producer >= 0 && !pinned[v] && mp.group_of[v] >= 0 &&
+                mp.groups[mp.group_of[v]].values.size() == 1 && rel % mp.alignment == 0 && vb > 0 &&
+                mp.group_of[v] != mp.group_of[o] && offset_in_group[o] == 0 &&
+                // Only inputs that die at the Concat: one read later (DenseNet reads each feature
+                // map in every later Concat of its block) would keep the whole output alive.
+                mp.groups[mp.group_of[v]].last <= static_cast<int>(step);
+      for (size_t j = 0; ok && j < n.inputs.size(); ++j) ok = j == k || n.inputs[j] != v;
+      if (ok) {
+        StorageGroup& from = mp.groups[mp.group_of[v]];
+        const int to = mp.group_of[o];
+        mp.groups[to].first = std::min(mp.groups[to].first, from.first);
+        mp.groups[to].last = std::max(mp.groups[to].last, from.last);
+        mp.groups[to].values.push_back(v);
+        from.values.clear();
+        from.bytes = 0;
+        mp.group_of[v] = to;
+        offset_in_group[v] = rel;
+        mp.concat_in_place.push_back({static_cast<int>(step), static_cast<int>(k)});
+      }
+    }
+  }
+
+  for (size_t v = 0; v < nv; ++v)
+    if (mp.group_of[v] >= 0) {
+      TensorSlot s;
+      s.offset_in_group = offset_in_group[v];
+      s.value = static_cast<int>(v);
+      s.group = mp.group_of[v];
+      s.bytes = value_bytes(g.values[v]);
+      mp.slots.push_back(s);
+      mp.naive_bytes += align_up(std::max<size_t>(s.bytes, 1), mp.alignment);
+    }
+
+  // Best-fit placement, largest groups first: each goes into the smallest gap (among groups that
+  // are live at the same time) that holds it.
+  std::vector<int> order(mp.groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (mp.groups[a].bytes != mp.groups[b].bytes) return mp.groups[a].bytes > mp.groups[b].bytes;
+    return mp.groups[a].first < mp.groups[b].first;
+  });
+  std::vector<int> placed;
+  for (int gi : order) {
+    StorageGroup& grp = mp.groups[gi];
+    if (grp.values.empty()) continue;  // merged into a Concat's group
+    const size_t need = align_up(std::max<size_t>(grp.bytes, 1), mp.alignment);
+    std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of time-overlapping groups
+    for (int pj : placed) {
+      const StorageGroup& o = mp.groups[pj];
+      if (o.first <= grp.last && grp.first <= o.last)
+        busy.push_back({o.offset, o.offset + align_up(std::max<size_t>(o.bytes, 1), mp.alignment)});
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t best_off = 0, best_gap = std::numeric_limits<size_t>::max(), cursor = 0;
+    bool found = false;
+    for (auto& [s, e] : busy) {
+      if (s > cursor && s - cursor >= need && s - cursor < best_gap) {
+        best_gap = s - cursor;
+        best_off = cursor;
+        found = true;
+      }
+      cursor = std::max(cursor, e);
+    }
+    grp.offset = found ? best_off : cursor;
+    mp.arena_bytes = std::max(mp.arena_bytes, grp.offset + need);
+    placed.push_back(gi);
+  }
+  return mp;
+}
+
+std::string check_memory_plan(const MemoryPlan& mp) {
+  for (auto& s : mp.slots) {
+    const StorageGroup& grp = mp.groups[s.group];
+    if (s.offset_in_group + s.bytes > std::max<size_t>(grp.bytes, 1) || s.offset_in_group % mp.alignment)
+      return "tensor " + std::to_string(s.value) + " does not fit its group";
+  }
+  for (size_t i = 0; i < mp.groups.size(); ++i) {
+    const StorageGroup& a = mp.groups[i];
+    if (a.values.empty()) continue;
+    if (a.offset % mp.alignment) return "group " + std::to_string(i) + " is misaligned";
+    if (a.offset + a.bytes > mp.arena_bytes) return "group " + std::to_string(i) + " runs past the arena";
+    for (size_t j = i + 1; j < mp.groups.size(); ++j) {
+      const StorageGroup& b = mp.groups[j];
+      if (b.values.empty()) continue;
+      bool time = a.first <= b.last && b.first <= a.last;
+      bool space = a.offset < b.offset + std::max<size_t>(b.bytes, 1) &&
+                   b.offset < a.offset + std::max<size_t>(a.bytes, 1);
+      if (time && space)
+        return "groups " + std::to_string(i) + " and " + std::to_string(j) +
+               " are live at the same time and overlap in memory";
+    }
+  }
+  return "";
+}
+
+}  // namespace oi

@@ -1,0 +1,63 @@
+#include "runtime/compiler/optimizer.hpp"
+
+#include "ops/core/op_def.hpp"
+
+namespace oi {
+
+namespace {
+
+struct PassRow {
+  const char* name;
+  int (*run)(Graph&, std::string*);
+};
+
+// Order matters: BatchNormalization folds before activations fuse, residual adds fuse before the
+// activation that follows them (y = act(conv + r)).
+const PassRow kPasses[] = {
+    {"remove_identity", pass_remove_identity},
+    {"dedupe_constants", pass_dedupe_constants},
+    {"cancel_transposes", pass_cancel_transposes},
+    {"fold_pad", pass_fold_pad},
+    {"fold_batchnorm", pass_fold_batchnorm},
+    {"fuse_matmul_bias", pass_fuse_matmul_bias},
+    {"fuse_residual", pass_fuse_residual},
+    {"fuse_activation", pass_fuse_activation},
+};
+
+}  // namespace
+
+std::vector<std::string> optimizer_passes() {
+  std::vector<std::string> r;
+  for (auto& p : kPasses) r.push_back(p.name);
+  return r;
+}
+
+std::vector<PassReport> optimize(Graph& g, const OptimizerOptions& opt) {
+  std::vector<PassReport> reports;
+  if (opt.level <= 0) return reports;
+  for (auto& p : kPasses) {
+    if (opt.disabled.count(p.name)) continue;
+    PassReport r;
+    r.pass = p.name;
+    r.changes = p.run(g, &r.detail);
+    reports.push_back(r);
+  }
+  return reports;
+}
+
+void replace_uses(Graph& g, int from, int to) {
+  for (auto& n : g.nodes) {
+    if (n.removed) continue;
+    for (auto& in : n.inputs)
+      if (in == from) in = to;
+    if (n.epilogue.residual == from) n.epilogue.residual = to;
+  }
+}
+
+void absorb(Node& into, const Node& absorbed) {
+  if (into.covers.empty()) into.covers.push_back({into.name, into.op_type});
+  if (absorbed.covers.empty()) into.covers.push_back({absorbed.name, absorbed.op_type});
+  else into.covers.insert(into.covers.end(), absorbed.covers.begin(), absorbed.covers.end());
+}
+
+}  // namespace oi

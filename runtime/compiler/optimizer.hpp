@@ -1,0 +1,46 @@
+// Graph optimizer: passes that rewrite a resolved Graph (shapes known, constants folded) into a
+// smaller one that computes the same numbers. Each pass lives in runtime/passes/<name>.cpp.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/ir/graph.hpp"
+
+namespace oi {
+
+struct PassReport {
+  std::string pass;
+  int changes = 0;
+  std::string detail;  // e.g. "20 BatchNormalization folded into Conv"
+};
+
+struct OptimizerOptions {
+  int level = 1;                     // 0: no passes
+  std::set<std::string> disabled;    // pass names to skip
+};
+
+// Runs the enabled passes in order on `g` (marking removed nodes, not compacting).
+std::vector<PassReport> optimize(Graph& g, const OptimizerOptions& opt);
+
+// Names of every pass, in the order they run.
+std::vector<std::string> optimizer_passes();
+
+// ---- the passes (each returns how many rewrites it made) ----
+int pass_remove_identity(Graph& g, std::string* detail);
+int pass_dedupe_constants(Graph& g, std::string* detail);
+int pass_fold_batchnorm(Graph& g, std::string* detail);
+int pass_fold_pad(Graph& g, std::string* detail);
+int pass_cancel_transposes(Graph& g, std::string* detail);
+int pass_fuse_matmul_bias(Graph& g, std::string* detail);
+int pass_fuse_residual(Graph& g, std::string* detail);
+int pass_fuse_activation(Graph& g, std::string* detail);
+
+// Helpers for passes (who reads a value: Graph::uses / Graph::sole_reader).
+// Replaces every read of `from` by `to` in live nodes (not graph outputs).
+void replace_uses(Graph& g, int from, int to);
+// Records that `into` now also computes `absorbed` (for dumps and profiles).
+void absorb(Node& into, const Node& absorbed);
+
+}  // namespace oi

@@ -1,0 +1,79 @@
+#include "runtime/exec/executor.hpp"
+
+#include <algorithm>
+
+namespace oi {
+
+namespace {
+
+// Enqueues a non-blocking read of value `v` into a new tensor (the caller finishes the queue).
+Tensor read_value(const Plan& plan, cl_command_queue q, int v) {
+  const Value& val = plan.graph().values[v];
+  if (val.data) return *val.data;
+  Tensor t(val.dtype, val.shape);
+  if (!t.bytes.empty()) {
+    const BufferPtr& b = plan.buffers[v];
+    if (!b) throw ocl_infer::Error("internal: value '" + val.name + "' has no device buffer to read");
+    cl_check(clEnqueueReadBuffer(q, b->mem, CL_FALSE, 0, t.bytes.size(), t.bytes.data(), 0, nullptr, nullptr),
+             "clEnqueueReadBuffer");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<int, const Tensor*>& inputs,
+                                      std::vector<cl_event>* events, const std::vector<int>& fetch) {
+  cl_command_queue q = cl.queue();
+  const Graph& g = plan.graph();
+  for (auto& [id, t] : inputs) {
+    const BufferPtr& b = plan.buffers[id];
+    if (!b || g.values[id].data || t->bytes.empty()) continue;
+    // Non-blocking: the caller's tensor outlives the blocking read-back below.
+    cl_check(clEnqueueWriteBuffer(q, b->mem, CL_FALSE, 0, t->bytes.size(), t->bytes.data(), 0, nullptr, nullptr),
+             "clEnqueueWriteBuffer(input)");
+  }
+  // Fetched values by the step that writes them (-1: inputs and constants, read up front).
+  std::map<int, std::vector<int>> fetch_at;
+  for (int v : fetch) {
+    int at = -1;
+    for (size_t k = 0; k < plan.compiled.steps.size() && at < 0; ++k) {
+      const Node& n = g.nodes[plan.compiled.steps[k].node];
+      if (std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end()) at = static_cast<int>(k);
+    }
+    fetch_at[at].push_back(v);
+  }
+  std::map<std::string, Tensor> out;
+  // Reads are enqueued in order; the vector keeps each tensor's bytes where the read writes them.
+  std::vector<std::pair<std::string, Tensor>> fetched;
+  fetched.reserve(fetch.size());
+  auto read_fetched = [&](int step) {
+    auto it = fetch_at.find(step);
+    if (it == fetch_at.end()) return;
+    for (int v : it->second) fetched.emplace_back(g.values[v].name, read_value(plan, q, v));
+  };
+  read_fetched(-1);
+  if (events) events->assign(plan.launches.size(), nullptr);
+  for (size_t s = 0; s < plan.step_launches.size(); ++s) {
+    for (size_t i = plan.step_launches[s].first; i < plan.step_launches[s].second; ++i) {
+      const Launch& l = plan.launches[i];
+      cl_int err = clEnqueueNDRangeKernel(q, l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
+                                          l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
+                                          events ? &(*events)[i] : nullptr);
+      if (err != CL_SUCCESS)
+        throw ocl_infer::DeviceError(describe_node(g, g.nodes[l.node]) + ": " + "clEnqueueNDRangeKernel(" +
+                                     l.kernel_name + ") failed: " + cl_error_name(err));
+    }
+    read_fetched(static_cast<int>(s));
+  }
+  for (int o : g.outputs) {
+    const Value& v = g.values[o];
+    if (out.count(v.name)) continue;
+    out[v.name] = read_value(plan, q, o);
+  }
+  cl_check(clFinish(q), "clFinish");
+  for (auto& [name, t] : fetched) out.emplace(name, std::move(t));
+  return out;
+}
+
+}  // namespace oi

@@ -1,0 +1,381 @@
+#include "runtime/exec/plan.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ops/core/activation.hpp"
+
+namespace oi {
+
+using ocl_infer::dtype_name;
+using ocl_infer::shape_to_string;
+
+namespace {
+
+// The plan builder: the PlanSink that op build functions allocate and launch through.
+class Lowering : public PlanSink {
+ public:
+  Lowering(Plan& p, ClRuntime& cl, const PlanOptions& o) : p_(p), cl_(cl), o_(o) {
+    p_.buffers.resize(p_.compiled.graph.values.size());
+  }
+
+  ClRuntime& cl() override { return cl_; }
+
+  DType storage_of(int id) const override { return p_.compiled.storage[id]; }
+
+  cl_mem buffer_of(int id) override {
+    BufferPtr& b = p_.buffers[id];
+    if (!b) {
+      const Value& v = p_.compiled.graph.values[id];
+      if (!v.shape_known)
+        throw ocl_infer::Error("internal: value '" + v.name + "' reached the device without a shape");
+      const DType st = storage_of(id);
+      const size_t bytes = static_cast<size_t>(numel(v.shape)) * ocl_infer::dtype_size(st);
+      if (v.data) {
+        if (st != v.dtype)
+          throw ocl_infer::Error("internal: constant '" + v.name + "' would need a conversion to " + dtype_name(st));
+        b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
+        p_.weight_bytes += bytes;
+      } else {
+        b = cl_.alloc(bytes);
+        (p_.compiled.memory_planned ? p_.scratch_bytes : p_.activation_bytes) += bytes;
+      }
+    }
+    return b->mem;
+  }
+
+  cl_mem scratch(size_t bytes) override {
+    p_.owned.push_back(cl_.alloc(std::max<size_t>(bytes, 4)));
+    p_.scratch_bytes += bytes;
+    return p_.owned.back()->mem;
+  }
+
+  cl_mem constant(const void* data, size_t bytes) override {
+    p_.owned.push_back(cl_.upload(data, bytes));
+    p_.weight_bytes += bytes;  // packed weights and kernel parameters
+    return p_.owned.back()->mem;
+  }
+
+  void add_launch(Launch l) override { p_.launches.push_back(std::move(l)); }
+
+  bool input_in_place(int step, int slot) const override { return p_.compiled.steps[step].input_in_place(slot); }
+  bool output_is_view(int step, int slot) const override { return p_.compiled.steps[step].output_is_view(slot); }
+
+  std::string forced_variant(const std::string& family) const override {
+    auto it = o_.forced_variants.find(family);
+    return it == o_.forced_variants.end() ? "" : it->second;
+  }
+
+  // Output 0 of a view node shares input 0's storage: the buffer planner placed both at the same
+  // arena offset (a view of a view at an offset has its own sub-buffer over the same bytes), or,
+  // without planning, the output takes the input's buffer.
+  void link_view(const Node& n) {
+    const int in = n.inputs[0], out = n.outputs[0];
+    const CompiledGraph& c = p_.compiled;
+    if (c.memory_planned) {
+      const auto& at = c.arena_offset;
+      const bool same = static_cast<size_t>(std::max(in, out)) < at.size() && at[out] >= 0 && at[out] == at[in];
+      if (!same)
+        throw ocl_infer::Error("internal: '" + c.graph.values[out].name +
+                               "' is a view but the buffer planner gave it storage of its own");
+      return;
+    }
+    buffer_of(in);
+    p_.buffers[out] = p_.buffers[in];
+  }
+
+ private:
+  Plan& p_;
+  ClRuntime& cl_;
+  const PlanOptions& o_;
+};
+
+}  // namespace
+
+Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time,
+                ClRuntime& cl, const PlanOptions& options) {
+  Plan p;
+  CompileOptions co;
+  co.optimizer = options.optimizer;
+  co.plan_memory = options.plan_memory;
+  co.alignment = cl.base_addr_align();
+  co.max_arena_bytes = cl.info().max_alloc_bytes;
+  p.compiled = compile(model, inputs, plan_time, co);
+  const CompiledGraph& c = p.compiled;
+  const Graph& g = c.graph;
+
+  Lowering sink(p, cl, options);
+  if (c.memory_planned) {
+    const MemoryPlan& mp = c.memory;
+    BufferPtr arena = cl.alloc(mp.arena_bytes);
+    std::vector<BufferPtr> group_buf(mp.groups.size());
+    for (size_t gi = 0; gi < mp.groups.size(); ++gi)
+      if (!mp.groups[gi].values.empty())
+        group_buf[gi] = cl.sub_buffer(arena, mp.groups[gi].offset, std::max<size_t>(mp.groups[gi].bytes, 4));
+    for (auto& slot : mp.slots)
+      p.buffers[slot.value] = slot.offset_in_group == 0
+                                  ? group_buf[slot.group]
+                                  : cl.sub_buffer(arena, mp.groups[slot.group].offset + slot.offset_in_group,
+                                                  std::max<size_t>(slot.bytes, 4));
+    p.activation_bytes = mp.arena_bytes;
+    p.owned.push_back(arena);  // keeps the arena alive with the plan
+  }
+  for (size_t k = 0; k < c.steps.size(); ++k) {
+    const int ni = c.steps[k].node;
+    const Node& n = g.nodes[ni];
+    const OpDef* def = find_op(g, n);
+    const size_t before = p.launches.size();
+    if (def->traits.view) sink.link_view(n);
+    BuildContext ctx(g, ni, static_cast<int>(k), sink);
+    def->build_fn(ctx);
+    // Every output exists on the device even when no launch writes it (an output that is a view
+    // placed by the planner, a Concat whose inputs all sit in place).
+    for (int o : n.outputs)
+      if (o >= 0 && !g.values[o].data) sink.buffer_of(o);
+    if (p.launches.size() > before) {
+      p.launches.back().flops = node_flops(g, ni);
+      p.launches.back().bytes = node_bytes(g, ni);
+    }
+    p.step_launches.push_back({before, p.launches.size()});
+  }
+  // Graph outputs and inputs need buffers even when no kernel touched them (an input that is
+  // also an output).
+  for (int o : g.outputs)
+    if (!g.values[o].data) sink.buffer_of(o);
+  for (int in : g.inputs)
+    if (!g.values[in].data) sink.buffer_of(in);
+  return p;
+}
+
+namespace {
+
+std::string json_str(const std::string& v) {
+  std::string r = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') r += '\\', r += c;
+    else if (static_cast<unsigned char>(c) < 0x20) r += ' ';
+    else r += c;
+  }
+  return r + "\"";
+}
+
+std::string shape_json(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::vector<std::string> covered_names(const Node& n) {
+  std::vector<std::string> r;
+  if (n.covers.empty()) r.push_back(n.name);
+  for (auto& c : n.covers) r.push_back(c.first);
+  return r;
+}
+
+std::string value_desc(const Value& v) {
+  return v.name + ":" + (v.dtype == DType::Undefined ? "?" : dtype_name(v.dtype)) + shape_to_string(v.shape);
+}
+
+std::vector<std::string> covered_types(const Node& n) {
+  std::vector<std::string> r;
+  if (n.covers.empty()) r.push_back(n.op_type);
+  for (auto& c : n.covers) r.push_back(c.second);
+  return r;
+}
+
+}  // namespace
+
+std::string Plan::dump_graph() const {
+  std::ostringstream os;
+  const Graph& g = compiled.graph;
+  os << "graph: opset " << g.opset() << ", producer '" << g.producer << "'\n";
+  for (int in : g.inputs) os << "  input  " << value_desc(g.values[in]) << "\n";
+  for (size_t k = 0; k < compiled.steps.size(); ++k) {
+    const Node& n = g.nodes[compiled.steps[k].node];
+    os << "  [" << k << "] " << covered_ops(n) << " '" << n.name << "' (";
+    bool first = true;
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      os << (first ? "" : ", ") << g.values[in].name << (g.values[in].data ? "*" : "");
+      first = false;
+    }
+    if (n.epilogue.residual >= 0) os << (first ? "" : ", ") << "+" << g.values[n.epilogue.residual].name;
+    os << ") -> ";
+    first = true;
+    for (int o : n.outputs) {
+      if (o < 0) continue;
+      os << (first ? "" : ", ") << value_desc(g.values[o]);
+      first = false;
+    }
+    if (n.covers.size() > 1) {
+      os << "  covers:";
+      for (auto& c : n.covers) os << " " << c.first;
+    }
+    os << "\n";
+  }
+  for (int o : g.outputs) os << "  output " << value_desc(g.values[o]) << (g.values[o].data ? " (constant)" : "") << "\n";
+  os << "summary: " << compiled.nodes_before << " nodes before optimization (" << compiled.folded_nodes
+     << " computed at plan time), " << compiled.steps.size()
+     << " executed nodes after, " << launches.size() << " kernel launches (* = constant input)\n";
+  for (auto& r : compiled.passes) os << "  pass " << r.pass << ": " << r.detail << "\n";
+  if (compiled.passes.empty()) os << "  optimizer off (-O0)\n";
+  return os.str();
+}
+
+std::string Plan::dump_graph_json() const {
+  std::ostringstream os;
+  const Graph& g = compiled.graph;
+  os << "{\"nodes\": [";
+  for (size_t k = 0; k < compiled.steps.size(); ++k) {
+    const Node& n = g.nodes[compiled.steps[k].node];
+    os << (k ? ",\n  " : "\n  ") << "{\"name\": " << json_str(n.name) << ", \"ops\": [";
+    auto types = covered_types(n);
+    for (size_t i = 0; i < types.size(); ++i) os << (i ? ", " : "") << json_str(types[i]);
+    os << "], \"covers\": [";
+    auto names = covered_names(n);
+    for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << json_str(names[i]);
+    os << "], \"inputs\": [";
+    bool first = true;
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      os << (first ? "" : ", ") << json_str(g.values[in].name);
+      first = false;
+    }
+    if (n.epilogue.residual >= 0) os << (first ? "" : ", ") << json_str(g.values[n.epilogue.residual].name);
+    os << "], \"outputs\": [";
+    first = true;
+    for (int o : n.outputs) {
+      if (o < 0) continue;
+      os << (first ? "" : ", ") << json_str(g.values[o].name);
+      first = false;
+    }
+    const Shape empty;
+    os << "], \"shape\": " << shape_json(n.outputs.empty() || n.outputs[0] < 0 ? empty : g.values[n.outputs[0]].shape) << "}";
+  }
+  os << "\n], \"stats\": {\"nodes_before\": " << compiled.nodes_before << ", \"nodes_after\": " << compiled.steps.size()
+     << ", \"kernel_launches\": " << launches.size() << ", \"passes\": [";
+  for (size_t i = 0; i < compiled.passes.size(); ++i)
+    os << (i ? ", " : "") << "{\"pass\": " << json_str(compiled.passes[i].pass) << ", \"changes\": "
+       << compiled.passes[i].changes << ", \"detail\": " << json_str(compiled.passes[i].detail) << "}";
+  os << "]}}\n";
+  return os.str();
+}
+
+std::string Plan::dump_plan() const {
+  std::ostringstream os;
+  const Graph& g = compiled.graph;
+  os << "plan: " << launches.size() << " kernel launches, precision fp32\n";
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    os << "  #" << i << " " << l.kernel_name << " node '" << g.nodes[l.node].name << "' global=[";
+    for (size_t k = 0; k < l.global.size(); ++k) os << (k ? "," : "") << l.global[k];
+    os << "] local=";
+    if (l.local.empty()) os << "auto";
+    else {
+      os << "[";
+      for (size_t k = 0; k < l.local.size(); ++k) os << (k ? "," : "") << l.local[k];
+      os << "]";
+    }
+    if (!l.variant.family.empty()) {
+      os << " variant " << l.variant.family << "=" << l.variant.variant;
+      bool first = true;
+      for (auto& [k, v] : l.variant.params) os << (first ? ":" : ",") << k << "=" << v, first = false;
+      os << " (" << l.variant.source << ")";
+    }
+    os << "\n";
+  }
+  if (compiled.memory_planned) {
+    const MemoryPlan& memory = compiled.memory;
+    os << "tensors (arena offset, bytes, storage, live steps):\n";
+    for (auto& s : memory.slots) {
+      const StorageGroup& grp = memory.groups[s.group];
+      os << "  " << g.values[s.value].name << " arena 0 offset " << grp.offset + s.offset_in_group << " bytes " << s.bytes
+         << " " << dtype_name(compiled.storage[s.value]) << " live [" << grp.first << ", "
+         << (grp.last > 1000000000 ? std::string("end") : std::to_string(grp.last)) << "] group " << s.group << "\n";
+    }
+    os << "peak activation bytes: " << memory.arena_bytes << " (naive " << memory.naive_bytes << ", "
+       << (memory.naive_bytes ? 100.0 * memory.arena_bytes / memory.naive_bytes : 0) << "% of naive; lower bound "
+       << memory.lower_bound_bytes << ", " << (memory.lower_bound_bytes ? static_cast<double>(memory.arena_bytes) / memory.lower_bound_bytes : 0)
+       << "x of it)\n";
+    os << "concat inputs written in place by their producers: " << memory.concat_in_place.size() << " of "
+       << memory.concat_inputs << "\nslice/split outputs that are views (no copy): " << memory.output_views.size()
+       << "\n";
+  } else {
+    os << "memory planning off: every activation has its own buffer\n";
+    os << "peak activation bytes: " << activation_bytes << "\n";
+  }
+  os << "scratch bytes: " << scratch_bytes << "\nweight bytes: " << weight_bytes << "\n";
+  return os.str();
+}
+
+std::string Plan::dump_plan_json() const {
+  std::ostringstream os;
+  const Graph& g = compiled.graph;
+  const MemoryPlan& memory = compiled.memory;
+  const bool planned = compiled.memory_planned;
+  auto sizes = [](const std::vector<size_t>& v) {
+    std::string r = "[";
+    for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+    return r + "]";
+  };
+  auto operands = [&](const std::vector<int>& ids) {
+    std::string r = "[";
+    bool first = true;
+    for (int v : ids) {
+      if (v < 0) continue;
+      r += std::string(first ? "" : ", ") + "{\"name\": " + json_str(g.values[v].name) + ", \"dtype\": " +
+           json_str(dtype_name(g.values[v].dtype)) + ", \"storage\": " +
+           json_str(dtype_name(compiled.storage[v])) +
+           ", \"constant\": " + (g.values[v].data ? "true" : "false") + "}";
+      first = false;
+    }
+    return r + "]";
+  };
+  os << "{\"precision\": \"fp32\", \"launches\": [";
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    const Node& n = g.nodes[l.node];
+    os << (i ? ",\n  " : "\n  ") << "{\"index\": " << i << ", \"step\": " << l.step << ", \"node\": " << json_str(n.name)
+       << ", \"nodes\": [";
+    auto names = covered_names(n);
+    for (size_t k = 0; k < names.size(); ++k) os << (k ? ", " : "") << json_str(names[k]);
+    os << "], \"op_types\": [";
+    auto types = covered_types(n);
+    for (size_t k = 0; k < types.size(); ++k) os << (k ? ", " : "") << json_str(types[k]);
+    os << "], \"kernel\": " << json_str(l.kernel_name) << ", \"global\": " << sizes(l.global)
+       << ", \"local\": " << (l.local.empty() ? std::string("null") : sizes(l.local)) << ", \"variant\": ";
+    if (l.variant.family.empty()) {
+      os << "null";
+    } else {
+      os << "{\"family\": " << json_str(l.variant.family) << ", \"name\": " << json_str(l.variant.variant)
+         << ", \"params\": {";
+      bool first = true;
+      for (auto& [k, v] : l.variant.params) os << (first ? "" : ", ") << json_str(k) << ": " << v, first = false;
+      os << "}, \"source\": " << json_str(l.variant.source) << "}";
+    }
+    std::vector<int> ins = n.inputs;
+    if (n.epilogue.residual >= 0) ins.push_back(n.epilogue.residual);
+    os << ", \"inputs\": " << operands(ins) << ", \"outputs\": " << operands(n.outputs) << "}";
+  }
+  os << "\n], \"tensors\": [";
+  if (planned)
+    for (size_t i = 0; i < memory.slots.size(); ++i) {
+      const auto& s = memory.slots[i];
+      const StorageGroup& grp = memory.groups[s.group];
+      os << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_str(g.values[s.value].name)
+         << ", \"arena\": 0, \"offset\": " << grp.offset + s.offset_in_group << ", \"bytes\": " << s.bytes
+         << ", \"storage\": " << json_str(dtype_name(compiled.storage[s.value])) << ", \"group\": " << s.group
+         << ", \"first_step\": " << grp.first << ", \"last_step\": " << (grp.last > 1000000000 ? -1 : grp.last) << "}";
+    }
+  os << "\n], \"memory_planned\": " << (planned ? "true" : "false")
+     << ", \"peak_activation_bytes\": " << (planned ? memory.arena_bytes : activation_bytes)
+     << ", \"naive_activation_bytes\": " << (planned ? memory.naive_bytes : activation_bytes)
+     << ", \"lower_bound_bytes\": " << (planned ? memory.lower_bound_bytes : 0)
+     << ", \"concat_inputs_in_place\": " << memory.concat_in_place.size()
+     << ", \"slice_views\": " << memory.output_views.size()
+     << ", \"scratch_bytes\": " << scratch_bytes << ", \"weight_bytes\": " << weight_bytes
+     << ", \"kernel_launches\": " << launches.size() << "}\n";
+  return os.str();
+}
+
+}  // namespace oi

@@ -1,0 +1,49 @@
+// Plan: a CompiledGraph made real on one device: device buffers allocated (the activation arena
+// and its sub-buffers, uploaded constants, scratch) and every kernel launch built with its
+// arguments set, ready for the executor to enqueue.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/build_context.hpp"
+#include "runtime/backend/cl_runtime.hpp"
+#include "runtime/compiler/compile.hpp"
+
+namespace oi {
+
+struct PlanOptions {
+  OptimizerOptions optimizer;
+  bool plan_memory = true;  // false: every activation gets its own buffer
+  // family -> "variant[:param=value,...]" (see ops/variants.hpp), already validated.
+  std::map<std::string, std::string> forced_variants;
+};
+
+struct Plan {
+  CompiledGraph compiled;
+  std::vector<Launch> launches;
+  // By step: the range [first, end) of its launches in `launches`.
+  std::vector<std::pair<size_t, size_t>> step_launches;
+  std::vector<BufferPtr> buffers;  // by value id; nullptr for values that never reach the device
+  std::vector<BufferPtr> owned;    // the arena, scratch and constant buffers the launches use
+  size_t activation_bytes = 0;     // device bytes of activations (the arena, or the sum of buffers)
+  size_t weight_bytes = 0;         // device bytes of constants uploaded (weights, packed weights)
+  size_t scratch_bytes = 0;        // temporaries outside the arena
+
+  const Graph& graph() const { return compiled.graph; }
+
+  std::string dump_graph() const;
+  std::string dump_plan() const;
+  std::string dump_graph_json() const;
+  std::string dump_plan_json() const;
+};
+
+// Builds a plan: compile (resolve, optimize, plan memory), then allocate and build every launch.
+// `inputs` maps model input value ids to tensors: their shapes are used, and the data of
+// plan-time inputs is folded in as constants.
+Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time,
+                ClRuntime& cl, const PlanOptions& options = {});
+
+}  // namespace oi

@@ -1,0 +1,324 @@
+// The public Session: loader -> Graph -> Plan (re-planned when input shapes change) -> Executor.
+#include <cerrno>
+#include <cstdlib>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ocl_infer/ocl_infer.hpp"
+#include "onnx/loader.hpp"
+#include "ops/variants.hpp"
+#include "runtime/exec/executor.hpp"
+#include "runtime/exec/plan.hpp"
+#include "runtime/exec/profiler.hpp"
+
+namespace ocl_infer {
+
+using oi::Graph;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ValueInfo info_of(const oi::Value& v) {
+  ValueInfo i;
+  i.name = v.name;
+  i.dtype = v.dtype;
+  i.shape = v.shape;
+  i.dim_names = v.dim_names;
+  i.dim_names.resize(i.shape.size());
+  return i;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  Graph model;
+  std::unique_ptr<oi::ClRuntime> cl;
+  std::vector<ValueInfo> inputs, outputs;
+  std::set<int> plan_time;
+  std::unique_ptr<oi::Plan> plan;
+  std::string plan_key;
+  SessionStats stats;
+  oi::ProfileAccumulator profile;
+  std::map<std::string, std::string> forced_variants;
+
+  void log(const std::string& s) const {
+    if (options.log) options.log(s);
+  }
+
+  void init(Graph g, double load_ms) {
+    model = std::move(g);
+    stats.load_ms = load_ms;
+    auto missing = oi::unsupported_ops(model);
+    if (!missing.empty()) {
+      std::string msg = "the model uses " + std::to_string(missing.size()) +
+                        " unsupported operator" + (missing.size() > 1 ? "s" : "") + ": ";
+      for (size_t i = 0; i < missing.size(); ++i) msg += (i ? "; " : "") + missing[i];
+      throw UnsupportedError(msg);
+    }
+    plan_time = oi::plan_time_inputs(model);
+    auto passes = oi::optimizer_passes();
+    for (auto& d : options.disabled_passes)
+      if (std::find(passes.begin(), passes.end(), d) == passes.end()) {
+        std::string all;
+        for (auto& p : passes) all += (all.empty() ? "" : ", ") + p;
+        throw InputError("unknown optimizer pass '" + d + "' (passes: " + all + ")");
+      }
+    std::string forced = options.kernel_variants;
+    if (forced.empty())
+      if (const char* env = std::getenv("OCL_INFER_VARIANT")) forced = env;
+    forced_variants = oi::parse_forced_variants(forced);
+    for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
+    for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
+    auto dev = oi::select_device(options.device);
+    log("device: " + dev.info.name + " (" + dev.info.type + ", " + dev.info.platform + ", " +
+        dev.info.opencl_c_version + ")");
+    cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
+    log("device capabilities: " + cl->caps().summary());
+  }
+
+  // Checks the fed tensors against the model's inputs; returns them by value id.
+  std::map<int, const Tensor*> check_inputs(const std::map<std::string, Tensor>& fed) const {
+    std::map<int, const Tensor*> r;
+    std::string expected;
+    for (auto& i : inputs) expected += (expected.empty() ? "" : ", ") + i.name;
+    for (auto& [name, t] : fed) {
+      bool known = false;
+      for (auto& i : inputs) known |= i.name == name;
+      if (!known)
+        throw InputError("the model has no input named '" + name + "' (inputs: " + expected + ")");
+    }
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const ValueInfo& want = inputs[k];
+      auto it = fed.find(want.name);
+      if (it == fed.end()) throw InputError("input '" + want.name + "' was not given (inputs: " + expected + ")");
+      const Tensor& t = it->second;
+      if (t.dtype != want.dtype)
+        throw InputError("input '" + want.name + "' must be " + dtype_name(want.dtype) + ", got " +
+                         dtype_name(t.dtype));
+      for (auto d : t.shape)
+        if (d < 0) throw InputError("input '" + want.name + "' has a negative dimension");
+      if (!want.shape.empty() || model.values[model.inputs[k]].shape_known) {
+        if (t.shape.size() != want.shape.size())
+          throw InputError("input '" + want.name + "' must have rank " +
+                           std::to_string(want.shape.size()) + " " + shape_to_string(want.shape) +
+                           ", got " + shape_to_string(t.shape));
+        for (size_t d = 0; d < t.shape.size(); ++d)
+          if (want.shape[d] >= 0 && want.shape[d] != t.shape[d])
+            throw InputError("input '" + want.name + "' must have shape " +
+                             shape_to_string(want.shape) + ", got " + shape_to_string(t.shape));
+      }
+      if (t.bytes.size() != static_cast<size_t>(t.numel()) * dtype_size(t.dtype))
+        throw InputError("input '" + want.name + "' holds " + std::to_string(t.bytes.size()) +
+                         " bytes, but shape " + shape_to_string(t.shape) + " needs " +
+                         std::to_string(t.numel() * dtype_size(t.dtype)));
+      r[model.inputs[k]] = &t;
+    }
+    return r;
+  }
+
+  // Value ids for RunOptions::fetch against the current plan.
+  std::vector<int> fetch_ids(const std::vector<std::string>& names) const {
+    std::vector<int> r;
+    if (names.empty()) return r;
+    const Graph& g = plan->graph();
+    std::vector<int> written;  // every value an executed node writes
+    for (const oi::Step& step : plan->compiled.steps)
+      for (int o : g.nodes[step.node].outputs)
+        if (o >= 0) written.push_back(o);
+    if (names.size() == 1 && names[0] == "*") return written;
+    for (const std::string& name : names) {
+      const int id = g.find_value(name);
+      if (id >= 0 && (std::find(written.begin(), written.end(), id) != written.end() || g.values[id].data ||
+                      std::find(g.inputs.begin(), g.inputs.end(), id) != g.inputs.end())) {
+        r.push_back(id);
+        continue;
+      }
+      // Say what happened to it: fused into a node, or never a value of this model.
+      std::string why = "the model has no value named '" + name + "'";
+      const int mid = model.find_value(name);
+      if (mid >= 0) {
+        why = "'" + name + "' is not computed by the optimized graph";
+        std::string producer;
+        for (const oi::Node& mn : model.nodes)
+          if (std::find(mn.outputs.begin(), mn.outputs.end(), mid) != mn.outputs.end()) producer = mn.name;
+        for (const oi::Step& step : plan->compiled.steps) {
+          const oi::Node& n = g.nodes[step.node];
+          for (auto& cover : n.covers)
+            if (!producer.empty() && cover.first == producer)
+              why += " (fused into node '" + n.name + "', " + oi::covered_ops(n) + ")";
+        }
+        why += "; run with optimization_level 0 to fetch every ONNX value";
+      }
+      throw InputError("cannot fetch: " + why);
+    }
+    return r;
+  }
+
+  std::string key_of(const std::map<int, const Tensor*>& ins) const {
+    std::string key;
+    for (auto& [id, t] : ins) {
+      key += shape_to_string(t->shape) + ";";
+      if (plan_time.count(id)) key.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
+      key += "|";
+    }
+    return key;
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session Session::from_file(const std::string& path, const SessionOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx_file(path);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->init(std::move(g), ms_since(t0));
+  return Session(std::move(impl));
+}
+
+Session Session::from_memory(const void* data, size_t size, const SessionOptions& options,
+                             const std::string& model_dir) {
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx(data, size, model_dir);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->init(std::move(g), ms_since(t0));
+  return Session(std::move(impl));
+}
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
+const DeviceInfo& Session::device() const { return impl_->cl->info(); }
+const SessionStats& Session::stats() const { return impl_->stats; }
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& fed) { return run(fed, RunOptions{}); }
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& fed, const RunOptions& run_options) {
+  Impl& s = *impl_;
+  auto ins = s.check_inputs(fed);
+  std::string key = s.key_of(ins);
+  if (!s.plan || key != s.plan_key) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.plan.reset();
+    double compile_before = s.cl->compile_stats().compile_ms;
+    int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached;
+    oi::PlanOptions po;
+    po.optimizer.level = s.options.optimization_level;
+    po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
+    po.plan_memory = s.options.plan_memory;
+    po.forced_variants = s.forced_variants;
+    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
+    s.plan_key = key;
+    s.stats.plan_ms = ms_since(t0);
+    s.stats.compile_ms = s.cl->compile_stats().compile_ms - compile_before;
+    s.stats.programs_built = s.cl->compile_stats().built - built_before;
+    s.stats.programs_cached = s.cl->compile_stats().cached - cached_before;
+    s.stats.kernel_launches = static_cast<int>(s.plan->launches.size());
+    if (s.options.profiling) s.profile.reset(*s.plan);
+  }
+  const std::vector<int> fetch = s.fetch_ids(run_options.fetch);
+  if (!s.options.profiling) return oi::execute(*s.plan, *s.cl, ins, nullptr, fetch);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<cl_event> events;
+  struct Release {
+    std::vector<cl_event>& e;
+    ~Release() {
+      for (cl_event x : e)
+        if (x) clReleaseEvent(x);
+    }
+  } release{events};
+  auto out = oi::execute(*s.plan, *s.cl, ins, &events, fetch);
+  s.profile.add_run(*s.plan, events, ms_since(t0) * 1000.0);
+  return out;
+}
+
+std::vector<ExecutedNode> Session::executed_nodes() const {
+  std::vector<ExecutedNode> r;
+  if (!impl_->plan) return r;
+  const Graph& g = impl_->plan->graph();
+  for (const oi::Step& step : impl_->plan->compiled.steps) {
+    const oi::Node& n = g.nodes[step.node];
+    ExecutedNode e;
+    e.name = n.name;
+    if (n.covers.empty()) {
+      e.covers.push_back(n.name);
+      e.op_types.push_back(n.op_type);
+    }
+    for (auto& [name, op] : n.covers) {
+      e.covers.push_back(name);
+      e.op_types.push_back(op);
+    }
+    for (int o : n.outputs)
+      if (o >= 0) e.outputs.push_back(g.values[o].name);
+    r.push_back(std::move(e));
+  }
+  return r;
+}
+
+std::vector<LayerProfile> Session::profile() const { return impl_->profile.layers(); }
+
+void Session::reset_profile() {
+  if (impl_->plan) impl_->profile.reset(*impl_->plan);
+}
+
+std::vector<double> Session::profiled_inference_us() const { return impl_->profile.inference_us(); }
+
+std::vector<double> Session::profiled_wall_us() const { return impl_->profile.wall_us(); }
+
+std::vector<double> Session::profiled_kernel_sum_us() const { return impl_->profile.kernel_sum_us(); }
+
+std::string Session::dump(const std::string& what) const {
+  if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
+  if (what == "graph") return impl_->plan->dump_graph();
+  if (what == "plan") return impl_->plan->dump_plan();
+  if (what == "graph.json") return impl_->plan->dump_graph_json();
+  if (what == "plan.json") return impl_->plan->dump_plan_json();
+  throw InputError("unknown dump '" + what + "' (use graph, plan, graph.json or plan.json)");
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> r;
+  for (auto& d : oi::enumerate_devices()) r.push_back(d.info);
+  return r;
+}
+
+const char* version() { return "0.1.0"; }
+
+std::vector<KernelVariantInfo> kernel_variants() {
+  std::vector<KernelVariantInfo> r;
+  for (auto& v : oi::variant_catalog()) {
+    KernelVariantInfo k;
+    k.family = v.family;
+    k.variant = v.variant;
+    k.summary = v.summary;
+    for (auto& p : v.params) k.params[p.name] = p.values;
+    r.push_back(std::move(k));
+  }
+  return r;
+}
+
+Tensor read_tensor_proto(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string bytes = ss.str();
+  try {
+    return oi::load_tensor_proto(bytes.data(), bytes.size());
+  } catch (const Error& e) {
+    throw InputError("'" + path + "' is not a valid tensor file: " + e.what());
+  }
+}
+
+}  // namespace ocl_infer

@@ -1,0 +1,55 @@
+// The public value types' helpers (Tensor, DType names and sizes, shape strings): part of the IR
+// layer, since the graph stores its constants as public Tensors.
+#include "ocl_infer/ocl_infer.hpp"
+
+namespace ocl_infer {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
+    case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
+    case DType::Float16: case DType::Int16: case DType::UInt16: return 2;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::UInt8: return "uint8";
+    case DType::Int8: return "int8";
+    case DType::UInt16: return "uint16";
+    case DType::Int16: return "int16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::String: return "string";
+    case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::Float64: return "float64";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
+    default: return "undefined";
+  }
+}
+
+Tensor::Tensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
+  bytes.assign(static_cast<size_t>(numel()) * dtype_size(t), 0);
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += i ? "," : "";
+    s += shape[i] < 0 ? "?" : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace ocl_infer

@@ -1,0 +1,160 @@
+// Every row of the activation table (ops/core/activation.hpp), as a plain ONNX op and fused into a
+// conv's epilogue, against reference formulas written out here from the ONNX definitions with
+// <cmath>, independent of the table: a wrong row cannot pass its own test. A new row without a
+// reference below fails the test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "ops/core/activation.hpp"
+#include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+struct Reference {
+  int opset;  // to run the op at
+  std::vector<std::pair<std::string, float>> attrs;
+  std::function<double(double)> f;
+};
+
+// The ONNX definitions, with the attribute values the test sets (not the defaults, so that a row
+// reading the wrong attribute fails).
+const std::map<std::string, Reference>& references() {
+  static const std::map<std::string, Reference> r = {
+      {"Relu", {13, {}, [](double x) { return std::max(x, 0.0); }}},
+      {"LeakyRelu", {13, {{"alpha", 0.15f}}, [](double x) { return x < 0 ? 0.15f * x : x; }}},
+      {"Sigmoid", {13, {}, [](double x) { return 1 / (1 + std::exp(-x)); }}},
+      {"Tanh", {13, {}, [](double x) { return std::tanh(x); }}},
+      {"HardSigmoid", {13, {{"alpha", 0.3f}, {"beta", 0.4f}}, [](double x) { return std::clamp(0.3f * x + 0.4f, 0.0, 1.0); }}},
+      {"HardSwish", {14, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }}},
+      {"Elu", {13, {{"alpha", 0.7f}}, [](double x) { return x < 0 ? 0.7f * (std::exp(x) - 1) : x; }}},
+      {"Celu", {13, {{"alpha", 1.5f}}, [](double x) { return std::max(0.0, x) + std::min(0.0, 1.5f * (std::exp(x / 1.5f) - 1)); }}},
+      {"Selu", {13, {{"alpha", 1.5f}, {"gamma", 1.2f}}, [](double x) { return x > 0 ? 1.2f * x : 1.2f * (1.5f * std::exp(x) - 1.5f); }}},
+      {"Softplus", {13, {}, [](double x) { return std::log(1 + std::exp(x)); }}},
+      {"Softsign", {13, {}, [](double x) { return x / (1 + std::fabs(x)); }}},
+      {"ThresholdedRelu", {13, {{"alpha", 0.5f}}, [](double x) { return x > 0.5f ? x : 0.0; }}},
+      // Clip's bounds are inputs from opset 11.
+      {"Clip", {13, {}, [](double x) { return std::clamp(x, -0.5, 2.5); }}},
+      // Fused patterns only (x * Sigmoid(x), the Erf form of GELU): see FusedPatterns below.
+      {"Silu", {13, {}, [](double x) { return x / (1 + std::exp(-x)); }}},
+      {"Gelu", {13, {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }}},
+  };
+  return r;
+}
+
+// Adds the activation node `op` reading `in` and writing `out`.
+void add_activation(ModelBuilder& m, const std::string& op, const Reference& ref, const std::string& in,
+                    const std::string& out) {
+  if (op == "Clip") {
+    Tensor lo(DType::Float32, {}), hi(DType::Float32, {});
+    lo.data<float>()[0] = -0.5f;
+    hi.data<float>()[0] = 2.5f;
+    m.initializer("lo", lo).initializer("hi", hi);
+    m.node("Clip", {in, "lo", "hi"}, {out});
+    return;
+  }
+  auto& n = m.node(op, {in}, {out});
+  for (auto& [a, v] : ref.attrs) attr_f(n, a, v);
+}
+
+struct Outcome {
+  std::map<std::string, Tensor> out;
+  std::string graph_json;
+};
+
+Outcome run(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds, int level) {
+  std::string b = m.bytes();
+  ocl_infer::SessionOptions opt;
+  opt.optimization_level = level;
+  auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+  Outcome r;
+  r.out = s.run(feeds);
+  r.graph_json = s.dump("graph.json");
+  return r;
+}
+
+TEST(Activations, EveryRowHasAReference) {
+  for (const oi::ActivationDef* a = oi::activations(); a->name; ++a)
+    EXPECT_TRUE(references().count(a->name)) << "activation '" << a->name << "' has no reference formula in this test";
+}
+
+TEST(Activations, ElementwiseMatchesReference) {
+  // -8..8 in small steps, plus large magnitudes where naive formulas overflow.
+  std::vector<float> xs;
+  for (float x = -8.f; x <= 8.f; x += 0.0625f) xs.push_back(x);
+  for (float x : {-90.f, -50.f, -20.f, 20.f, 50.f, 90.f, 0.0f, -0.0f}) xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
+    if (!a->onnx_op || !references().count(a->name)) continue;
+    const Reference& ref = references().at(a->name);
+    ModelBuilder m(ref.opset);
+    m.input("x", DType::Float32, {n}).output("y");
+    add_activation(m, a->onnx_op, ref, "x", "y");
+    Tensor x = make_tensor(DType::Float32, {n}, xs.data());
+    Tensor want = reference::unary(x, ref.f);
+    for (int level : {0, 1}) {
+      Tensor got = run(m, {{"x", x}}, level).out.at("y");
+      for (int64_t i = 0; i < n; ++i) {
+        const double w = want.data<float>()[i], g = got.data<float>()[i];
+        EXPECT_NEAR(g, w, 2e-6 * std::max(1.0, std::fabs(w))) << a->name << "(" << xs[i] << ")";
+      }
+    }
+  }
+}
+
+TEST(Activations, FusedIntoConvMatchesReference) {
+  std::mt19937 rng(5);
+  for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
+    if (!a->onnx_op || !references().count(a->name)) continue;
+    const Reference& ref = references().at(a->name);
+    ModelBuilder m(ref.opset);
+    m.input("x", DType::Float32, {1, 3, 9, 7}).output("y");
+    Tensor w = random_tensor({8, 3, 3, 3}, rng), b = random_tensor({8}, rng);
+    m.initializer("w", w).initializer("b", b);
+    attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+    add_activation(m, a->onnx_op, ref, "c", "y");
+    Tensor x = random_tensor({1, 3, 9, 7}, rng, -2, 2);
+    Tensor want = reference::unary(reference::conv2d(x, w, &b, 1, 1), ref.f);
+    Outcome r = run(m, {{"x", x}}, 1);
+    EXPECT_LE(reference::rel_error(r.out.at("y"), want), 1e-5) << a->name;
+    EXPECT_NE(r.graph_json.find("\"ops\": [\"Conv\", \"" + std::string(a->onnx_op) + "\"]"), std::string::npos)
+        << a->name << " did not fuse: " << r.graph_json;
+  }
+}
+
+TEST(Activations, FusedPatterns) {
+  std::mt19937 rng(6);
+  Tensor w = random_tensor({4, 5}, rng);
+  auto scalar = [](float v) {
+    Tensor t(DType::Float32, {});
+    t.data<float>()[0] = v;
+    return t;
+  };
+  for (const std::string pattern : {"Silu", "Gelu"}) {
+    ModelBuilder m(13);
+    m.input("a", DType::Float32, {6, 4}).output("y").initializer("w", w);
+    m.node("MatMul", {"a", "w"}, {"x"});
+    if (pattern == "Silu") {
+      m.node("Sigmoid", {"x"}, {"s"});
+      m.node("Mul", {"x", "s"}, {"y"});
+    } else {
+      m.initializer("sqrt2", scalar(1.4142135f)).initializer("one", scalar(1.f)).initializer("half", scalar(0.5f));
+      m.node("Div", {"x", "sqrt2"}, {"d"});
+      m.node("Erf", {"d"}, {"e"});
+      m.node("Add", {"e", "one"}, {"p"});
+      m.node("Mul", {"x", "p"}, {"q"});
+      m.node("Mul", {"q", "half"}, {"y"});
+    }
+    Tensor a = random_tensor({6, 4}, rng, -3, 3);
+    Tensor want = reference::unary(reference::matmul(a, w), references().at(pattern).f);
+    Outcome r = run(m, {{"a", a}}, 1);
+    EXPECT_LE(reference::rel_error(r.out.at("y"), want), 1e-5) << pattern;
+    EXPECT_EQ(r.graph_json.find("\"Erf\"]"), std::string::npos);
+  }
+}
+
+}  // namespace
