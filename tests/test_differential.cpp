@@ -207,18 +207,20 @@ class GraphGen {
   int counter_ = 0;
 };
 
-// Runs `g` in every configuration and compares every output with its reference. Returns the
-// graph JSON of the optimized, planned run.
+// Runs `g` in every configuration and compares every output with its reference, and every
+// intermediate value the executed nodes write (fetched while buffers are reused as planned) with
+// its reference too. Returns the graph JSON of the optimized, planned run.
 std::string check_graph(GraphGen& g, const std::string& what) {
   std::string bytes = g.m.bytes(), graph_json;
   for (const Config& c : kConfigs) {
     ocl_infer::SessionOptions opt;
     opt.optimization_level = c.level;
     opt.plan_memory = c.plan_memory;
-    std::map<std::string, Tensor> out;
+    std::map<std::string, Tensor> out, all;
     try {
       auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), opt);
       out = s.run(g.feeds);
+      all = s.run(g.feeds, ocl_infer::RunOptions{{"*"}});
       if (c.level == 1 && c.plan_memory) graph_json = s.dump("graph.json");
     } catch (const std::exception& e) {
       ADD_FAILURE() << what << " (" << c.name << "): " << e.what() << "\n" << g.log.str();
@@ -227,6 +229,11 @@ std::string check_graph(GraphGen& g, const std::string& what) {
     for (auto& name : g.outputs) {
       const double err = ref::rel_error(out.at(name), g.val.at(name));
       EXPECT_LE(err, kTolerance) << what << " (" << c.name << "): output " << name << "\n" << g.log.str();
+    }
+    for (auto& [name, t] : all) {
+      if (!g.val.count(name)) continue;  // values the optimizer made (folded weights, ...)
+      const double err = ref::rel_error(t, g.val.at(name));
+      EXPECT_LE(err, kTolerance) << what << " (" << c.name << "): fetched value " << name << "\n" << g.log.str();
     }
   }
   return graph_json;
@@ -386,6 +393,39 @@ TEST(Views, SliceViewThenSqueezeReshapeTranspose) {
   ASSERT_NE(at, std::string::npos);
   EXPECT_GE(std::atoi(plan.c_str() + at + 15), 4) << session.dump("plan");
   check_graph(g, "views of views");
+}
+
+// Fetching intermediate values: what an executed node writes comes back (also while buffers are
+// reused); a value fused away is an error naming the fused node.
+TEST(Fetch, IntermediateValuesAndFusedAwayValues) {
+  GraphGen g(30);
+  std::string x = g.input({1, 4, 8, 8});
+  std::string a = g.conv(x, 6, 3, 1, 1, true);
+  std::string r = g.activation(a, 0);
+  std::string b = g.conv(r, 6, 1, 0, 1, false);
+  std::string c = g.activation(b, 1);
+  g.output(g.add_values(c, r));
+  std::string bytes = g.m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+  auto out = s.run(g.feeds, ocl_infer::RunOptions{{r, c}});
+  EXPECT_LE(ref::rel_error(out.at(r), g.val.at(r)), kTolerance);
+  EXPECT_LE(ref::rel_error(out.at(c), g.val.at(c)), kTolerance);
+  bool listed = false;
+  for (auto& n : s.executed_nodes())
+    for (auto& o : n.outputs) listed |= o == r;
+  EXPECT_TRUE(listed);
+  try {
+    s.run(g.feeds, ocl_infer::RunOptions{{a}});  // the conv output inside Conv+Relu
+    ADD_FAILURE() << "fetched a value fusion removed";
+  } catch (const ocl_infer::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fused into"), std::string::npos) << e.what();
+  }
+  try {
+    s.run(g.feeds, ocl_infer::RunOptions{{"no_such_value"}});
+    ADD_FAILURE() << "fetched a value that does not exist";
+  } catch (const ocl_infer::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no value named"), std::string::npos) << e.what();
+  }
 }
 
 // ---- 2. random graphs ----------------------------------------------------------------------

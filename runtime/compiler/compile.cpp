@@ -169,7 +169,8 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
     s.node = ni;
     p.steps.push_back(s);
   }
-  // Every value is stored in its graph dtype (fp32 precision).
+  // Storage types: with fp32 precision every value is stored in its graph dtype.
+  p.precision = options.precision;
   p.storage.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) p.storage[v] = g.values[v].dtype;
 

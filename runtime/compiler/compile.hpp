@@ -18,6 +18,9 @@ namespace oi {
 
 struct CompileOptions {
   OptimizerOptions optimizer;
+  // Decides each value's storage type (CompiledGraph::storage). Float32: every value in its own
+  // dtype.
+  ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   bool plan_memory = true;  // false: every activation gets its own buffer
   // The device's sub-buffer alignment (bytes) and largest allocation: the arena must fit one.
   size_t alignment = 128;
@@ -43,6 +46,7 @@ struct CompiledGraph {
   // By value id: the type the value is stored in on the device. Today every value is stored in
   // its graph dtype; precision modes (fp16, int8 storage) assign others here.
   std::vector<DType> storage;
+  ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   bool memory_planned = false;
   MemoryPlan memory;                // valid when memory_planned
   std::vector<int64_t> arena_offset;  // by value id: byte offset in the arena, -1 when not in it

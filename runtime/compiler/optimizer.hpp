@@ -1,5 +1,5 @@
 // Graph optimizer: passes that rewrite a resolved Graph (shapes known, constants folded) into a
-// smaller one that computes the same numbers. Each pass lives in runtime/passes/<name>.cpp.
+// smaller one that computes the same numbers. Each pass lives in runtime/compiler/passes/<name>.cpp.
 #pragma once
 
 #include <set>

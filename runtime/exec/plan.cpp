@@ -97,6 +97,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   Plan p;
   CompileOptions co;
   co.optimizer = options.optimizer;
+  co.precision = options.precision;
   co.plan_memory = options.plan_memory;
   co.alignment = cl.base_addr_align();
   co.max_arena_bytes = cl.info().max_alloc_bytes;
@@ -170,6 +171,13 @@ std::vector<std::string> covered_names(const Node& n) {
   if (n.covers.empty()) r.push_back(n.name);
   for (auto& c : n.covers) r.push_back(c.first);
   return r;
+}
+
+const char* precision_name(ocl_infer::Precision p) {
+  switch (p) {
+    case ocl_infer::Precision::Float32: return "fp32";
+  }
+  return "?";
 }
 
 std::string value_desc(const Value& v) {
@@ -264,7 +272,7 @@ std::string Plan::dump_graph_json() const {
 std::string Plan::dump_plan() const {
   std::ostringstream os;
   const Graph& g = compiled.graph;
-  os << "plan: " << launches.size() << " kernel launches, precision fp32\n";
+  os << "plan: " << launches.size() << " kernel launches, precision " << precision_name(compiled.precision) << "\n";
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     os << "  #" << i << " " << l.kernel_name << " node '" << g.nodes[l.node].name << "' global=[";
@@ -331,7 +339,7 @@ std::string Plan::dump_plan_json() const {
     }
     return r + "]";
   };
-  os << "{\"precision\": \"fp32\", \"launches\": [";
+  os << "{\"precision\": \"" << precision_name(compiled.precision) << "\", \"launches\": [";
   for (size_t i = 0; i < launches.size(); ++i) {
     const Launch& l = launches[i];
     const Node& n = g.nodes[l.node];

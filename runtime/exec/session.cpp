@@ -217,6 +217,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     po.optimizer.level = s.options.optimization_level;
     po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
     po.plan_memory = s.options.plan_memory;
+    po.precision = s.options.precision;
     po.forced_variants = s.forced_variants;
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
     s.plan_key = key;

@@ -10,10 +10,12 @@ int pass_dedupe_constants(Graph& g, std::string* detail) {
   std::map<std::tuple<int, Shape, size_t>, std::vector<int>> seen;  // (dtype, shape, hash) -> ids
   int merged = 0;
   std::vector<bool> used(g.values.size(), false);
-  for (auto& n : g.nodes)
-    if (!n.removed)
-      for (int in : n.inputs)
-        if (in >= 0) used[in] = true;
+  for (auto& n : g.nodes) {
+    if (n.removed) continue;
+    for (int in : n.inputs)
+      if (in >= 0) used[in] = true;
+    if (n.epilogue.residual >= 0) used[n.epilogue.residual] = true;
+  }
   for (int o : g.outputs) used[o] = false;  // graph outputs keep their own value
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& val = g.values[v];
