@@ -11,8 +11,9 @@
 #define ACT_MAX_(a, b) ((a) > (b) ? (a) : (b))
 #define ACT_MIN_(a, b) ((a) < (b) ? (a) : (b))
 
-#define ACT_RELU(x, A, B) ACT_MAX_(x, 0)
-#define ACT_CLIP(x, A, B) ACT_MIN_(ACT_MAX_(x, A), B)
+// Relu and Clip let NaN through (as ONNX Runtime and numpy do): a NaN compares false everywhere.
+#define ACT_RELU(x, A, B) ((x) < 0 ? 0 : (x))
+#define ACT_CLIP(x, A, B) ((x) < (A) ? (A) : (x) > (B) ? (B) : (x))
 #define ACT_LEAKYRELU(x, A, B) ((x) < 0 ? (A) * (x) : (x))
 #define ACT_SIGMOID(x, A, B) (1 / (1 + exp(-(x))))
 #define ACT_TANH(x, A, B) tanh(x)

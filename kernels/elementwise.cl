@@ -216,6 +216,24 @@ __kernel void ew_unary(__global const TA* a, __global TO* y, long n) {
 #endif
 
 #ifdef G
+#ifdef CHECK_ZERO_DIVISOR
+// Integer division and modulo: a zero divisor (undefined in OpenCL C) sets err[0] and yields 0;
+// the executor reports the node after the run.
+__kernel void ew_binary_checked(__global const TA* a, __global const TB* b, __global TO* y,
+                                __global const long* meta, long n, __global int* err) {
+  long i = get_global_id(0);
+  if (i >= n) return;
+  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
+  TB z = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
+  if (z == (TB)0) {
+    err[0] = 1;
+    y[i] = (TO)0;
+    return;
+  }
+  y[i] = (TO)(G(x, z));
+}
+#endif
+
 __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO* y,
                         __global const long* meta, long n) {
   long i = get_global_id(0);

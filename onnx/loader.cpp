@@ -3,8 +3,13 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <sys/stat.h>
 #include <limits>
 #include <map>
 #include <set>
@@ -17,6 +22,24 @@ namespace oi {
 using ocl_infer::ModelError;
 
 namespace {
+
+constexpr int kMaxOpset = 18;
+
+// A name or string from the file, safe for one-line messages: control bytes become \xNN.
+std::string printable(const std::string& s) {
+  std::string r;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      r += buf;
+    } else {
+      r += static_cast<char>(c);
+    }
+    if (r.size() > 200) return r + "...";
+  }
+  return r;
+}
 
 bool known_dtype(int t) {
   switch (static_cast<DType>(t)) {
@@ -45,9 +68,55 @@ void copy_field(const Field& f, Tensor& t) {
   for (int i = 0; i < f.size(); ++i) d[i] = static_cast<Dst>(f.Get(i));
 }
 
-Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir) {
-  const std::string& name = tp.name();
-  auto bad = [&](const std::string& msg) -> ModelError {
+// Parses a decimal int64 external-data field; fails with a message naming the field.
+int64_t parse_i64(const std::string& v, const std::string& what, const std::function<ModelError(const std::string&)>& bad) {
+  if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("external data " + what + " '" + printable(v) + "' is not a non-negative integer");
+  return std::stoll(v);
+}
+
+// Reads bytes [offset, offset + length) of a regular file inside the model's folder, after checking
+// both against the file's size (length -1: to the end). Symbolic links are resolved first: a link
+// may not lead out of the folder, and FIFOs, devices and sockets are refused.
+std::string read_external(const std::string& model_dir, const std::string& location, int64_t offset, int64_t length,
+                          uint64_t max_bytes, const std::function<ModelError(const std::string&)>& bad) {
+  if (location.empty()) throw bad("external data without a location");
+  if (model_dir.empty()) throw bad("external data '" + printable(location) + "' but the model has no folder");
+  if (location.find('\0') != std::string::npos || location[0] == '/')
+    throw bad("external data location '" + printable(location) + "' must be a relative path inside the model folder");
+  char dir_real[PATH_MAX], file_real[PATH_MAX];
+  if (!realpath(model_dir.c_str(), dir_real)) throw bad("cannot resolve the model folder '" + printable(model_dir) + "'");
+  const std::string path = model_dir + "/" + location;
+  if (!realpath(path.c_str(), file_real))
+    throw bad("cannot open external data file '" + printable(location) + "': " + std::strerror(errno));
+  const std::string dir = std::string(dir_real) + (std::string(dir_real) == "/" ? "" : "/");
+  if (std::string(file_real).compare(0, dir.size(), dir) != 0)
+    throw bad("external data location '" + printable(location) + "' leads outside the model folder (to '" +
+              printable(file_real) + "')");
+  struct stat st;
+  if (stat(file_real, &st) != 0) throw bad("cannot stat external data file '" + printable(location) + "'");
+  if (!S_ISREG(st.st_mode)) throw bad("external data file '" + printable(location) + "' is not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (static_cast<uint64_t>(offset) > size)
+    throw bad("external data offset " + std::to_string(offset) + " is beyond the end of '" + printable(location) + "' (" +
+              std::to_string(size) + " bytes)");
+  const uint64_t len = length < 0 ? size - static_cast<uint64_t>(offset) : static_cast<uint64_t>(length);
+  if (len > size - static_cast<uint64_t>(offset))
+    throw bad("external data [" + std::to_string(offset) + ", +" + std::to_string(len) + ") runs past the end of '" +
+              printable(location) + "' (" + std::to_string(size) + " bytes)");
+  if (len > max_bytes) throw bad("external data of " + std::to_string(len) + " bytes exceeds the memory limit");
+  std::ifstream f(file_real, std::ios::binary);
+  if (!f) throw bad("cannot open external data file '" + printable(location) + "': " + std::strerror(errno));
+  std::string r(static_cast<size_t>(len), '\0');
+  f.seekg(offset);
+  if (len && !f.read(r.data(), static_cast<std::streamsize>(len)))
+    throw bad("cannot read " + std::to_string(len) + " bytes of external data from '" + printable(location) + "'");
+  return r;
+}
+
+Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir, uint64_t max_bytes) {
+  const std::string name = printable(tp.name());
+  std::function<ModelError(const std::string&)> bad = [&](const std::string& msg) -> ModelError {
     return ModelError("tensor '" + name + "': " + msg);
   };
   if (!known_dtype(tp.data_type())) {
@@ -57,17 +126,21 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir)
   }
   Tensor t;
   t.dtype = static_cast<DType>(tp.data_type());
-  double total = 1;
+  // The claimed size, overflow-checked, against the limit: nothing is allocated before this.
+  const size_t esize = ocl_infer::dtype_size(t.dtype);
+  uint64_t n = 1;
+  bool overflow = false;
   for (auto d : tp.dims()) {
     if (d < 0) throw bad("negative dimension " + std::to_string(d));
-    total *= static_cast<double>(d);
+    overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
     t.shape.push_back(d);
   }
-  if (total * ocl_infer::dtype_size(t.dtype) > static_cast<double>(1ll << 36))
-    throw bad("absurd size " + ocl_infer::shape_to_string(t.shape));
-  const int64_t n = t.numel();
-  const size_t esize = ocl_infer::dtype_size(t.dtype);
-  const size_t want = static_cast<size_t>(n) * esize;
+  uint64_t want = 0;
+  overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(esize), &want);
+  if (overflow || want > max_bytes)
+    throw bad("dims " + ocl_infer::shape_to_string(t.shape) + " claim " +
+              (overflow ? std::string("more than 2^64") : std::to_string(want)) + " bytes, beyond the memory limit of " +
+              std::to_string(max_bytes) + " bytes");
 
   std::string external;
   const std::string* raw = nullptr;
@@ -76,36 +149,30 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir)
     int64_t offset = 0, length = -1;
     for (auto& kv : tp.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = parse_i64(kv.value(), "offset", bad);
+      else if (kv.key() == "length") length = parse_i64(kv.value(), "length", bad);
     }
-    if (location.empty()) throw bad("external data without a location");
-    if (model_dir.empty()) throw bad("external data '" + location + "' but the model has no folder");
-    if (location.find("..") != std::string::npos || location[0] == '/')
-      throw bad("external data location '" + location + "' escapes the model folder");
-    std::string all = read_file(model_dir + "/" + location, "external data file");
-    if (offset < 0 || static_cast<size_t>(offset) > all.size())
-      throw bad("external data offset beyond the end of '" + location + "'");
-    size_t len = length < 0 ? all.size() - offset : static_cast<size_t>(length);
-    if (offset + len > all.size()) throw bad("external data runs past the end of '" + location + "'");
-    external = all.substr(offset, len);
+    if (length >= 0 && static_cast<uint64_t>(length) != want)
+      throw bad("external data length " + std::to_string(length) + " does not match dims " +
+                ocl_infer::shape_to_string(t.shape) + " (" + std::to_string(want) + " bytes)");
+    external = read_external(model_dir, location, offset, length < 0 ? -1 : length, max_bytes, bad);
     raw = &external;
   } else if (tp.has_raw_data()) {
     raw = &tp.raw_data();
   }
 
-  t.bytes.assign(want, 0);
   if (raw) {
     if (raw->size() != want)
       throw bad("raw data holds " + std::to_string(raw->size()) + " bytes but dims " +
                 ocl_infer::shape_to_string(t.shape) + " need " + std::to_string(want));
-    if (want) std::memcpy(t.bytes.data(), raw->data(), want);  // little-endian host, as ONNX specifies
+    t.bytes.assign(raw->begin(), raw->end());  // little-endian host, as ONNX specifies
     return t;
   }
   auto check = [&](int got) {
-    if (got != n)
+    if (static_cast<uint64_t>(got) != n)
       throw bad("holds " + std::to_string(got) + " elements but dims " +
                 ocl_infer::shape_to_string(t.shape) + " need " + std::to_string(n));
+    t.bytes.assign(want, 0);
   };
   switch (t.dtype) {
     case DType::Float32: check(tp.float_data_size()); copy_field<float>(tp.float_data(), t); break;
@@ -152,7 +219,7 @@ void convert_type(const onnx::ValueInfoProto& vi, Value& v) {
   v.shape_known = all_known;
 }
 
-Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& model_dir) {
+Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& model_dir, uint64_t max_bytes) {
   Attribute r;
   using A = onnx::AttributeProto;
   auto type = a.type();
@@ -171,7 +238,7 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& mo
     case A::STRING: r.kind = Attribute::Kind::String; r.s = a.s(); break;
     case A::TENSOR:
       r.kind = Attribute::Kind::Tensor;
-      r.t = std::make_shared<Tensor>(convert_tensor(a.t(), model_dir));
+      r.t = std::make_shared<Tensor>(convert_tensor(a.t(), model_dir, max_bytes));
       break;
     case A::FLOATS:
       r.kind = Attribute::Kind::Floats;
@@ -193,7 +260,7 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& mo
 
 }  // namespace
 
-Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
+Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uint64_t max_bytes) {
   if (size == 0) throw ModelError("the model file is empty");
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw ModelError("the model is larger than 2 GB; store its weights as external data");
@@ -213,9 +280,18 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
   g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
   for (auto& os : mp.opset_import()) {
     std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
+    if (os.version() < 0 || os.version() > 100000)
+      throw ModelError("opset import of domain '" + printable(os.domain()) + "' has an invalid version " +
+                       std::to_string(os.version()));
     g.opsets[dom] = static_cast<int>(os.version());
   }
   if (g.opsets.empty()) g.opsets[""] = 1;  // IR version 2 models have no opset_import
+  // Operators change meaning between opsets: a newer opset than the registry implements would run
+  // with the older semantics, so it is refused rather than guessed.
+  if (g.opsets.count("") && g.opsets[""] > kMaxOpset)
+    throw ocl_infer::UnsupportedError("the model imports opset " + std::to_string(g.opsets[""]) +
+                                      " of the default ONNX domain; ocl-infer implements opsets 1 to " +
+                                      std::to_string(kMaxOpset));
   const auto& gp = mp.graph();
 
   std::map<std::string, int> ids;
@@ -227,12 +303,15 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
     return id;
   };
 
-  // Initializers are constants; a model input that is also an initializer is a constant too.
+  // Initializers are constants; a model input that is also an initializer is a constant too. Their
+  // total counts against the memory limit as each is read.
+  uint64_t total = 0;
   for (auto& init : gp.initializer()) {
     if (init.name().empty()) throw ModelError("an initializer has no name");
     int id = value_id(init.name());
     Value& v = g.values[id];
-    auto t = std::make_shared<Tensor>(convert_tensor(init, model_dir));
+    auto t = std::make_shared<Tensor>(convert_tensor(init, model_dir, max_bytes - total));
+    total += t->bytes.size();
     v.dtype = t->dtype;
     v.shape = t->shape;
     v.shape_known = true;
@@ -309,7 +388,7 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
     names.insert(n.name);
     for (auto& a : np.attribute()) {
       if (a.name().empty()) throw ModelError("node '" + n.name + "' has an attribute without a name");
-      n.attrs[a.name()] = convert_attribute(a, model_dir);
+      n.attrs[a.name()] = convert_attribute(a, model_dir, max_bytes);
     }
     for (auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_id(in));
     for (auto& out : np.output()) {
@@ -340,12 +419,12 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir) {
   return g;
 }
 
-Graph load_onnx_file(const std::string& path) {
+Graph load_onnx_file(const std::string& path, uint64_t max_bytes) {
   std::string bytes = read_file(path, "model");
   std::string dir = ".";
   if (auto slash = path.find_last_of('/'); slash != std::string::npos) dir = path.substr(0, slash);
   try {
-    return load_onnx(bytes.data(), bytes.size(), dir);
+    return load_onnx(bytes.data(), bytes.size(), dir, max_bytes);
   } catch (const ocl_infer::UnsupportedError& e) {
     throw ocl_infer::UnsupportedError(path + ": " + e.what());
   } catch (const ModelError& e) {
@@ -353,13 +432,13 @@ Graph load_onnx_file(const std::string& path) {
   }
 }
 
-Tensor load_tensor_proto(const void* data, size_t size, std::string* name) {
+Tensor load_tensor_proto(const void* data, size_t size, std::string* name, uint64_t max_bytes) {
   onnx::TensorProto tp;
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !tp.ParseFromArray(data, static_cast<int>(size)))
     throw ModelError("not a valid TensorProto (protobuf parsing failed)");
   if (name) *name = tp.name();
-  return convert_tensor(tp, "");
+  return convert_tensor(tp, "", max_bytes);
 }
 
 }  // namespace oi

@@ -55,6 +55,8 @@ class PlanSink {
   virtual cl_mem scratch(size_t bytes) = 0;
   // A device buffer holding a copy of `bytes` (packed weights, kernel parameter blocks).
   virtual cl_mem constant(const void* data, size_t bytes) = 0;
+  // A 4-byte flag checked after every run (see BuildContext::error_flag).
+  virtual cl_mem error_flag(int node, const std::string& what) = 0;
   virtual void add_launch(Launch l) = 0;
   virtual bool input_in_place(int step, int slot) const = 0;
   virtual bool output_is_view(int step, int slot) const = 0;
@@ -83,6 +85,9 @@ class BuildContext : public OpContext {
   cl_mem constant_floats(const std::vector<float>& data) const;
   // A small read-only block of kernel parameters.
   cl_mem params(const void* data, size_t bytes) const { return sink_.constant(data, bytes); }
+  // A device int, cleared before every run, that kernels set to non-zero when the data makes the
+  // node's result undefined; the run then fails with "node ...: <what>".
+  cl_mem error_flag(const std::string& what) const { return sink_.error_flag(node_index(), what); }
 
   // Fails (unsupported, naming the operand) unless every present input and output is stored as
   // `t`: the storage type comes from the plan, and a family's kernels handle the types they do.

@@ -71,6 +71,16 @@ Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spat
   if (pads.size() != 2 * r)
     ctx.fail("pads " + list(pads) + " must have " + std::to_string(2 * r) + " values");
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  // Window arithmetic below stays far from int64 overflow, and kernels index in 32 bits.
+  constexpr int64_t kMax = int64_t{1} << 31;
+  auto in_range = [&](const std::vector<int64_t>& v, const char* attr) {
+    for (int64_t x : v)
+      if (x >= kMax || x <= -kMax) ctx.fail(std::string(attr) + " " + list(v) + " is out of range (|value| < 2^31)");
+  };
+  in_range(w.k, "kernel_shape");
+  in_range(w.s, "strides");
+  in_range(w.d, "dilations");
+  in_range(pads, "pads");
   for (size_t i = 0; i < r; ++i) {
     if (w.k[i] < 1) ctx.fail("kernel_shape " + list(w.k) + " must be positive");
     if (w.s[i] < 1) ctx.fail("strides " + list(w.s) + " must be positive");
@@ -364,6 +374,12 @@ void conv_build(BuildContext& ctx) {
   ctx.require_storage(DType::Float32);
   if (product(d.s.w.out) * std::max(d.s.C, d.s.M) > INT_MAX || product(d.s.w.in) * d.s.C > INT_MAX)
     ctx.unsupported("feature maps beyond 2^31 elements per image are not supported");
+  // Window extents and strides are compiled into the kernels (unrolled loops, register arrays):
+  // refuse absurd ones here with one line instead of a compiler log.
+  for (int i = 0; i < 3; ++i)
+    if ((d.k3[i] - 1) * d.d3[i] + 1 > 1024 || d.st3[i] > 1024)
+      ctx.unsupported("a window spanning " + std::to_string((d.k3[i] - 1) * d.d3[i] + 1) + " elements with stride " +
+                      std::to_string(d.st3[i]) + " is not supported (at most 1024 each)");
   run_variant(ctx, conv_family(), d);
 }
 
@@ -434,6 +450,11 @@ ConvTransposeShape conv_transpose_shape(const OpContext& ctx) {
       (!out_shape.empty() && out_shape.size() != r))
     ctx.fail("strides, dilations, output_padding, output_shape (" + std::to_string(r) +
              " values) or pads (" + std::to_string(2 * r) + ") have the wrong length");
+  for (const auto* v : {&w.k, &w.s, &w.d, &pads, &out_pad, &out_shape})
+    for (int64_t x : *v)
+      if (x >= (int64_t{1} << 31) || x <= -(int64_t{1} << 31))
+        ctx.fail("kernel_shape, strides, dilations, pads, output_padding and output_shape must be below 2^31 in "
+                 "magnitude, got " + list(*v));
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (!same && auto_pad != "NOTSET" && auto_pad != "VALID")

@@ -96,7 +96,11 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     return;
   }
   cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
-  if (inputs.size() == 2)
+  const bool divides = macro == "DIV" || macro == "MOD_INT" || macro == "MOD_TRUNC";
+  if (inputs.size() == 2 && divides && is_integer(inputs[1].dtype))
+    ctx.launch(file, "ew_binary_checked", opts + " -DCHECK_ZERO_DIVISOR", global, {local}, inputs[0].mem,
+               inputs[1].mem, out.mem, m, n, ctx.error_flag("integer division by zero (a divisor is 0)"));
+  else if (inputs.size() == 2)
     ctx.launch(file, "ew_binary", opts, global, {local}, inputs[0].mem, inputs[1].mem, out.mem, m, n);
   else
     ctx.launch(file, "ew_ternary", opts, global, {local}, inputs[0].mem, inputs[1].mem, inputs[2].mem, out.mem, m,
@@ -167,11 +171,14 @@ const UnaryOp kUnary[] = {
     {"IsInf", "ISINF", Accepts::Float, Out::Bool, {"detect_positive", 1.0f}, {"detect_negative", 1.0f}, nullptr},
 };
 
+// Integer results wrap around as the device's do (two's complement), without undefined behaviour.
+int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+
 const BinaryOp kBinary[] = {
-    {"Add", "ADD", Accepts::Numeric, Out::Same, [](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }},
-    {"Sub", "SUB", Accepts::Numeric, Out::Same, [](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; }},
-    {"Mul", "MUL", Accepts::Numeric, Out::Same, [](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; }},
-    {"Div", "DIV", Accepts::Numeric, Out::Same, [](double a, double b) { return a / b; }, [](int64_t a, int64_t b) { return b ? a / b : 0; }},
+    {"Add", "ADD", Accepts::Numeric, Out::Same, [](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return wrap(uint64_t(a) + uint64_t(b)); }},
+    {"Sub", "SUB", Accepts::Numeric, Out::Same, [](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return wrap(uint64_t(a) - uint64_t(b)); }},
+    {"Mul", "MUL", Accepts::Numeric, Out::Same, [](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return wrap(uint64_t(a) * uint64_t(b)); }},
+    {"Div", "DIV", Accepts::Numeric, Out::Same, [](double a, double b) { return a / b; }, [](int64_t a, int64_t b) { return b == 0 ? 0 : (a == INT64_MIN && b == -1) ? a : a / b; }},
     {"Pow", "POW", Accepts::Numeric, Out::Same, [](double a, double b) { return std::pow(a, b); }, nullptr},
     {"Equal", "EQUAL", Accepts::Any, Out::Bool, [](double a, double b) { return double(a == b); }, [](int64_t a, int64_t b) -> int64_t { return a == b; }},
     {"Less", "LESS", Accepts::Numeric, Out::Bool, [](double a, double b) { return double(a < b); }, [](int64_t a, int64_t b) -> int64_t { return a < b; }},

@@ -262,7 +262,8 @@ void lrn_infer(OpContext& ctx) {
   if (xs.size() < 2)
     ctx.fail("input must have rank >= 2 (N x C x ...), got " + shape_to_string(xs));
   if (!ctx.node().has("size")) ctx.fail("attribute 'size' is required");
-  if (ctx.node().attr_int("size", 0) < 1) ctx.fail("size must be >= 1");
+  const int64_t size = ctx.node().attr_int("size", 0);
+  if (size < 1 || size >= (int64_t{1} << 31)) ctx.fail("size must be in [1, 2^31), got " + std::to_string(size));
   ctx.set_out(0, ctx.in_type(0), xs);
 }
 

@@ -126,6 +126,11 @@ void resize_infer(OpContext& ctx) {
   if (s.mode != "nearest" && t != DType::Float32 && t != DType::Float64)
     ctx.unsupported(std::string(s.mode) + " resize of " + ocl_infer::dtype_name(t) +
                     " tensors is not supported (float32 and float64 are)");
+  // The per-dim index tables are int32 and built on the host, one entry per output coordinate.
+  for (int64_t d : s.out)
+    if (d >= (int64_t{1} << 31))
+      ctx.unsupported("an output dim of " + std::to_string(d) + " (2^31 or more) is not supported: output " +
+                      ocl_infer::shape_to_string(s.out));
   ctx.set_out(0, t, s.out);
 }
 

@@ -299,9 +299,11 @@ int64_t range_count(OpContext& ctx) {
     int64_t s = host_get_i(ctx.in_data(0), 0), l = host_get_i(ctx.in_data(1), 0),
             d = host_get_i(ctx.in_data(2), 0);
     if (d == 0) ctx.fail("delta must not be 0");
-    // ceil((l - s) / d) in integers.
-    int64_t span = l - s;
-    n = span / d + ((span % d != 0 && ((span < 0) == (d < 0))) ? 1 : 0);
+    // ceil((l - s) / d), in 128-bit so that int64 extremes neither overflow nor come out empty.
+    const __int128 span = static_cast<__int128>(l) - s;
+    __int128 c = span / d + ((span % d != 0 && ((span < 0) == (d < 0))) ? 1 : 0);
+    if (c > (static_cast<__int128>(1) << 40)) ctx.fail("Range would have more than 2^40 elements");
+    n = static_cast<int64_t>(c);
   } else if (is_float(t)) {
     double s = host_get_f(ctx.in_data(0), 0), l = host_get_f(ctx.in_data(1), 0),
            d = host_get_f(ctx.in_data(2), 0);
@@ -324,7 +326,9 @@ void range_host(OpContext& ctx) {
   Tensor out(ctx.in_type(0), {n});
   if (is_integer(out.dtype)) {
     int64_t s = host_get_i(ctx.in_data(0), 0), d = host_get_i(ctx.in_data(2), 0);
-    for (int64_t i = 0; i < n; ++i) host_set_i(out, i, s + i * d);
+    // Wrapping arithmetic (as the int64 elements would wrap): defined, and within range anyway.
+    for (int64_t i = 0; i < n; ++i)
+      host_set_i(out, i, static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(i) * static_cast<uint64_t>(d)));
   } else {
     double s = host_get_f(ctx.in_data(0), 0), d = host_get_f(ctx.in_data(2), 0);
     for (int64_t i = 0; i < n; ++i) host_set_f(out, i, s + static_cast<double>(i) * d);

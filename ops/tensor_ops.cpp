@@ -305,8 +305,9 @@ std::vector<int64_t> split_sizes(const OpContext& ctx, int64_t* axis_out) {
              " entries for " + std::to_string(n) + " outputs");
   int64_t total = 0;
   for (int64_t s : sizes) {
-    if (s < 0) ctx.fail("split " + shape_to_string(sizes) + " has a negative size");
-    total += s;
+    if (s < 0 || s > dim) ctx.fail("split " + shape_to_string(sizes) + " has a size outside [0, " + std::to_string(dim) + "]");
+    total += s;  // each <= dim: no overflow before the sum passes dim
+    if (total > dim) break;
   }
   if (total != dim)
     ctx.fail("split " + shape_to_string(sizes) + " does not add up to dim " + std::to_string(dim));
@@ -449,11 +450,20 @@ std::string index_type_option(const OpContext& ctx, int i) {
   return ctx.in_type(i) == DType::Int32 ? " -DTI=int" : " -DTI=long";
 }
 
+// Indices known at plan time are checked there: ONNX makes an out-of-range index an error, and the
+// kernel would read outside the tensor.
+void check_const_indices(const OpContext& ctx, int64_t dim) {
+  if (!ctx.is_const(1)) return;
+  const Tensor& idx = ctx.in_data(1);
+  for (int64_t i = 0; i < idx.numel(); ++i) host_index(ctx, host_get_i(idx, i), dim);
+}
+
 void gather_build(BuildContext& ctx) {
   const GatherDims g = gather_dims(ctx);
   const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
   if (g.axis_dim == 0) ctx.fail("cannot gather from an empty axis");
+  check_const_indices(ctx, g.axis_dim);
   const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_axis",
              word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1) +
@@ -498,6 +508,7 @@ void gather_elements_build(BuildContext& ctx) {
   const Shape& d = ctx.in_shape(0);
   const int64_t r = static_cast<int64_t>(d.size());
   const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), r);
+  check_const_indices(ctx, d[axis]);
   const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
   std::vector<int64_t> p = ctx.out_shape(0);
@@ -575,6 +586,10 @@ void gather_nd_build(BuildContext& ctx) {
   const GatherNdDims g = gather_nd_dims(ctx);
   const int64_t n = numel(ctx.out_shape(0));
   if (n == 0) return;
+  if (ctx.is_const(1)) {
+    const Tensor& idx = ctx.in_data(1);
+    for (int64_t i = 0; i < idx.numel(); ++i) host_index(ctx, host_get_i(idx, i), g.indexed[i % g.depth]);
+  }
   std::vector<int64_t> p = g.indexed;
   p.insert(p.end(), g.indexed_strides.begin(), g.indexed_strides.end());
   const size_t local = ctx.caps().linear_local();
@@ -625,6 +640,11 @@ void pad_infer(OpContext& ctx) {
     if (out[d] < 0) ctx.fail("pads crop more than dim " + std::to_string(d) + " holds");
     if (p.mode != "constant" && in[d] == 0 && out[d] > 0)
       ctx.fail("cannot " + p.mode + "-pad an empty dim " + std::to_string(d));
+    // Reflection mirrors the input once: a pad must be shorter than the dim (numpy and ONNX
+    // Runtime refuse wider ones too).
+    if (p.mode == "reflect" && (p.begin[d] >= in[d] || p.end[d] >= in[d]) && (p.begin[d] > 0 || p.end[d] > 0))
+      ctx.fail("reflect pads " + shape_to_string(p.begin) + " / " + shape_to_string(p.end) +
+               " must be smaller than the input dims " + shape_to_string(in));
   }
   if (ctx.opset() >= 11 && ctx.has_input(2)) {
     if (ctx.in_type(2) != ctx.in_type(0)) ctx.fail("constant_value must have the input's type");

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <fstream>
 #include <memory>
 
 #include "tools/cli_io.hpp"
@@ -22,7 +24,32 @@ namespace cli {
 using ocl_infer::InputError;
 using ocl_infer::Tensor;
 
+namespace {
+
+// stb_image parses PNM header numbers into an int without an overflow check (undefined
+// behaviour for a hostile width): check the header's three numbers first.
+void check_pnm_header(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char head[2] = {0, 0};
+  if (!f.read(head, 2) || head[0] != 'P' || (head[1] != '5' && head[1] != '6')) return;
+  for (int field = 0; field < 3; ++field) {
+    int c = f.get();
+    while (c != EOF && (std::isspace(c) || c == '#')) {
+      if (c == '#')
+        while (c != EOF && c != '\n') c = f.get();
+      c = f.get();
+    }
+    int digits = 0;
+    for (; c != EOF && std::isdigit(c); c = f.get()) ++digits;
+    if (digits == 0 || digits > 7)
+      throw InputError("image '" + path + "' has a corrupt or absurd PNM header (field " + std::to_string(field + 1) + ")");
+  }
+}
+
+}  // namespace
+
 Tensor load_image(const std::string& path, const Preprocess& p) {
+  check_pnm_header(path);
   int w = 0, h = 0, c = 0;
   if (!stbi_info(path.c_str(), &w, &h, &c)) {
     const char* why = stbi_failure_reason();

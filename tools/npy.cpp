@@ -83,18 +83,29 @@ Tensor read_npy(const std::string& path) {
   std::string dims = shape.substr(1, shape.size() - 2);
   std::stringstream ss(dims);
   std::string item;
-  double total = 1;
+  // The claimed size, overflow-checked, must be what the file holds after the header: nothing is
+  // allocated before that is known.
+  uint64_t count = 1;
+  bool overflow = false;
   while (std::getline(ss, item, ',')) {
     size_t a = item.find_first_not_of(" "), b = item.find_last_not_of(" L");
     if (a == std::string::npos) continue;
     std::string num = item.substr(a, b - a + 1);
-    if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos)
+    if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos)
       throw bad("bad shape '" + shape + "'");
     t.shape.push_back(std::stoll(num));
-    total *= static_cast<double>(t.shape.back());
+    overflow |= __builtin_mul_overflow(count, static_cast<uint64_t>(t.shape.back()), &count);
   }
-  if (total * ocl_infer::dtype_size(t.dtype) > static_cast<double>(1ll << 36)) throw bad("absurd shape " + shape);
-  t.bytes.resize(static_cast<size_t>(t.numel()) * ocl_infer::dtype_size(t.dtype));
+  uint64_t want = 0;
+  overflow |= __builtin_mul_overflow(count, static_cast<uint64_t>(ocl_infer::dtype_size(t.dtype)), &want);
+  const std::streamoff here = f.tellg();
+  f.seekg(0, std::ios::end);
+  const uint64_t left = static_cast<uint64_t>(f.tellg() - here);
+  f.seekg(here);
+  if (overflow || want > left)
+    throw bad("shape " + shape + " needs " + (overflow ? std::string("more than 2^64") : std::to_string(want)) +
+              " bytes but the file holds " + std::to_string(left) + " after its header");
+  t.bytes.resize(static_cast<size_t>(want));
   if (!t.bytes.empty() && !f.read(reinterpret_cast<char*>(t.bytes.data()), t.bytes.size()))
     throw bad("data is truncated (expected " + std::to_string(t.bytes.size()) + " bytes)");
   if (fortran && t.shape.size() > 1) {

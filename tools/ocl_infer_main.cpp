@@ -54,6 +54,8 @@ options:
   --variant FAMILY=VARIANT[:PARAM=VALUE,...]
                         force a kernel variant where it applies (see --list-variants);
                         repeatable; default: $OCL_INFER_VARIANT, else chosen per device
+  --max-memory BYTES    memory the session may use, e.g. 2G (default: the device's global memory,
+                        or what the host can still give this process when that is less)
   --fetch NAME,...|all  with --input and --output-dir: also write these intermediate values
                         (names from --dump graph; all = every value an executed node writes)
 
@@ -87,6 +89,7 @@ struct Args {
   bool json = false, list_devices = false, list_variants = false, verbose = false;
   std::string variants;             // --variant, joined with ';'
   std::vector<std::string> fetch;   // --fetch
+  uint64_t max_memory = 0;          // --max-memory, 0: the default
   bool crop_given = false;
   cli::Preprocess pre;
   int opt_level = 1;
@@ -123,6 +126,22 @@ int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
   return static_cast<int>(x);
 }
 
+// "4096", "512K", "1.5G" -> bytes (K, M, G, T are powers of 1024).
+uint64_t parse_bytes(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  double scale = 1;
+  std::string unit = end ? std::string(end) : "";
+  if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) throw UsageError(flag + " takes bytes with an optional K/M/G/T suffix, got '" + v + "'");
+  if (v.empty() || end == v.c_str() || !(x > 0) || x * scale > 1.8e19)
+    throw UsageError(flag + " takes a positive number of bytes with an optional K/M/G/T suffix, got '" + v + "'");
+  return static_cast<uint64_t>(x * scale);
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -139,6 +158,7 @@ Args parse(int argc, char** argv) {
       std::exit(0);
     } else if (s == "--list-devices") a.list_devices = true;
     else if (s == "--list-variants") a.list_variants = true;
+    else if (s == "--max-memory") a.max_memory = parse_bytes(s, value());
     else if (s == "--variant") {
       std::string v = value();
       if (v.find('=') == std::string::npos) throw UsageError("--variant takes FAMILY=VARIANT[:PARAM=VALUE,...], got '" + v + "'");
@@ -318,6 +338,13 @@ int classify(ocl_infer::Session& s, Args a) {
     if (y.dtype != DType::Float32) throw ocl_infer::InputError("the model's first output is not float32");
     const float* p = y.data<float>();
     const int64_t n = y.numel();
+    // A NaN or infinity in the scores would come out of the softmax below as plausible-looking
+    // probabilities: say so instead.
+    const int64_t bad = std::count_if(p, p + n, [](float v) { return !std::isfinite(v); });
+    if (bad > 0)
+      throw ocl_infer::InputError("the model's output '" + s.outputs()[0].name + "' for '" + a.images[k] + "' has " +
+                                  std::to_string(bad) + " of " + std::to_string(n) +
+                                  " values that are NaN or infinite; no classes to report");
     // Logits or probabilities? Probabilities are non-negative and sum to 1.
     double sum = 0, mn = INFINITY;
     for (int64_t i = 0; i < n; ++i) sum += p[i], mn = std::min<double>(mn, p[i]);
@@ -380,6 +407,15 @@ std::map<std::string, Tensor> measurement_inputs(ocl_infer::Session& s, Args& a)
                                                  " besides the batch; give --input tensors");
         shape[d] = a.batch;
       }
+    // Random data is made here: refuse absurd declared shapes before allocating them.
+    uint64_t bytes = ocl_infer::dtype_size(in.dtype);
+    bool overflow = false;
+    for (int64_t d : shape) overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+    const uint64_t cap = a.max_memory ? a.max_memory : uint64_t{4} << 30;
+    if (overflow || bytes > cap)
+      throw ocl_infer::InputError("input '" + in.name + "' " + ocl_infer::shape_to_string(shape) +
+                                  " would need more than " + std::to_string(cap) +
+                                  " bytes of random data; give --input tensors");
     Tensor t(in.dtype, shape);
     if (in.dtype == DType::Float32) {
       std::normal_distribution<float> dist(0.f, 1.f);
@@ -501,6 +537,7 @@ int main(int argc, char** argv) {
     if (a.list_variants) return list_variants();
     ocl_infer::SessionOptions opt;
     opt.kernel_variants = a.variants;
+    opt.max_memory_bytes = a.max_memory;
     opt.device = a.device;
     opt.cache_dir = a.cache_dir;
     opt.profiling = a.measuring() && !a.bench;
@@ -516,7 +553,7 @@ int main(int argc, char** argv) {
              : a.images.empty()                              ? run_tensors(s, a)
                                                              : classify(s, a);
     if (a.verbose) {
-      auto& st = s.stats();
+      const auto st = s.stats();
       std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "
                 << st.compile_ms << " ms, " << st.programs_built << " programs built, "
                 << st.programs_cached << " from cache), " << st.kernel_launches << " kernel launches\n";

@@ -17,10 +17,13 @@
 namespace ocl_infer {
 
 // ---------------------------------------------------------------------------------------------
-// Errors. Every message is one line that names what was wrong (and the node, when there is one).
+// Errors. Every message is one line that names what was wrong (and the node, when there is one);
+// control characters that came from a model file are escaped (\xNN) so they never reach a terminal.
+// A kernel build error adds the compiler's log on the following lines.
+std::string printable_message(const std::string& what);
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what) : std::runtime_error(printable_message(what)) {}
 };
 // The model file is missing, not ONNX, truncated, inconsistent or refers to absent values.
 class ModelError : public Error {
@@ -80,7 +83,8 @@ struct Tensor {
   std::vector<uint8_t> bytes;
 
   Tensor() = default;
-  Tensor(DType t, std::vector<int64_t> s);  // zero-filled
+  // Zero-filled. Throws InputError for a negative dim or a size beyond 2^48 bytes.
+  Tensor(DType t, std::vector<int64_t> s);
   int64_t numel() const;
   template <typename T>
   T* data() {
@@ -131,6 +135,11 @@ struct SessionOptions {
   std::vector<std::string> disabled_passes;
   // Place activations in one device arena by liveness; false gives every tensor its own buffer.
   bool plan_memory = true;
+  // Memory the session may use, in bytes: every size that comes from the model (constants, each
+  // value's shape) and the plan's device memory (activations + weights + scratch) are checked
+  // against it before anything is allocated. 0: the device's global memory, or the memory the host
+  // can still give this process (MemAvailable, the cgroup limit, RLIMIT_AS) when that is less.
+  uint64_t max_memory_bytes = 0;
   // Forces kernel variants, for tests, comparisons and tuning experiments:
   // "family=variant[:param=value,...];..." e.g. "conv=packed:ocb=8,owb=4;gemm=packed:mr=4" (see
   // kernel_variants() for what exists). A forced variant is used where it applies, with its other
@@ -205,6 +214,10 @@ struct LayerProfile {
   std::string timestamp_problem;
 };
 
+// Thread safety: every member function may be called from several threads at once. run() calls
+// on one session are serialised (one inference at a time per session, each returning the same
+// results as if called alone); sessions share nothing, so a session per thread runs in parallel.
+// Moving or destroying a session while another thread uses it is not allowed.
 class Session {
  public:
   // Throws ModelError / UnsupportedError / DeviceError.
@@ -235,7 +248,7 @@ class Session {
   // "graph.json" and "plan.json" in the schemas documented in README.md.
   std::string dump(const std::string& what) const;
 
-  const SessionStats& stats() const;
+  SessionStats stats() const;
 
   // Per-kernel-launch timings accumulated over the runs since the session was made or
   // reset_profile() was called; empty unless SessionOptions::profiling was set. One record per

@@ -18,9 +18,9 @@ double hard_sigmoid(double x, double a, double b) { return std::max(0.0, std::mi
 const ActivationDef kRows[] = {
     // name, onnx op, since, kernel macro, alpha, beta, integers, vector_exact, host
     {"Relu", "Relu", 1, "RELU", {}, {}, true, true,
-     [](double x, double, double) { return x > 0 ? x : 0.0; }},
+     [](double x, double, double) { return x < 0 ? 0.0 : x; }},
     {"Clip", "Clip", 1, "CLIP", {"min", -kInf}, {"max", kInf}, false, true,
-     [](double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }},
+     [](double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }},
     {"LeakyRelu", "LeakyRelu", 1, "LEAKYRELU", {"alpha", 0.01f}, {}, false, false,
      [](double x, double a, double) { return x < 0 ? a * x : x; }},
     {"Sigmoid", "Sigmoid", 1, "SIGMOID", {}, {}, false, false,

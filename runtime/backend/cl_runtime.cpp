@@ -1,6 +1,7 @@
 #include "runtime/backend/cl_runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -329,7 +330,8 @@ ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
     cl_check(err, "clCreateCommandQueue");
   }
   caps_ = query_caps(dev_.device);
-  cache_dir_ = cache_dir.empty() ? default_cache_dir() : (cache_dir == "off" ? "" : cache_dir);
+  cache_dir_ = cache_dir.empty() ? default_cache_dir() : cache_dir;
+  if (cache_dir_ == "off") cache_dir_.clear();  // from the option or $OCL_INFER_CACHE_DIR
 }
 
 ClRuntime::~ClRuntime() {
@@ -451,7 +453,9 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
         unsigned char* bp = bin.data();
         if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) == CL_SUCCESS) {
           make_dirs(cache_dir_);
-          std::string tmp = path + ".tmp." + std::to_string(getpid());
+          // Unique per process and thread: sessions in several threads may write the same entry.
+          static std::atomic<unsigned> counter{0};
+          std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
           std::ofstream f(tmp, std::ios::binary);
           uint64_t klen = full_key.size(), blen = bsize;
           f.write(reinterpret_cast<const char*>(&klen), 8);

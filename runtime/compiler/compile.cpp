@@ -78,7 +78,8 @@ std::vector<std::string> unsupported_ops(const Graph& g) {
 namespace {
 
 // Shape inference and host folding over the live nodes; folded nodes are marked removed.
-void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time) {
+void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time,
+             uint64_t max_value_bytes) {
   Graph& g = p.graph;
   for (auto& [id, t] : inputs) {
     Value& v = g.values[id];
@@ -102,10 +103,20 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
       if (ctx.has_input(k) && !ctx.in(k).shape_known)
         ctx.fail("input '" + ctx.in(k).name + "' has no known shape");
     def->infer_fn(ctx);
-    for (int k = 0; k < ctx.num_outputs(); ++k)
-      if (ctx.has_output(k) && !ctx.out_value(k).shape_known)
-        throw ocl_infer::Error("internal: " + describe_node(g, n) + " left output " +
-                               std::to_string(k) + " without a shape");
+    for (int k = 0; k < ctx.num_outputs(); ++k) {
+      if (!ctx.has_output(k)) continue;
+      const Value& o = ctx.out_value(k);
+      if (!o.shape_known)
+        throw ocl_infer::Error("internal: " + describe_node(g, n) + " left output " + std::to_string(k) +
+                               " without a shape");
+      // Shapes came from the model's numbers: check each value's size against the memory limit
+      // before anything is computed or allocated for it (set_out already refused > 2^40 elements).
+      const uint64_t bytes = static_cast<uint64_t>(numel(o.shape)) * ocl_infer::dtype_size(o.dtype);
+      if (bytes > max_value_bytes)
+        ctx.fail("output '" + o.name + "' " + ocl_infer::shape_to_string(o.shape) + " would need " +
+                 std::to_string(bytes) + " bytes, more than the memory limit of " + std::to_string(max_value_bytes) +
+                 " bytes");
+    }
     bool host_ok = def->host_fn != nullptr;
     if (host_ok && !def->traits.host_needs_shapes_only)
       for (int k = 0; k < ctx.num_inputs(); ++k)
@@ -136,7 +147,7 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
   CompiledGraph p;
   p.graph = model;
   Graph& g = p.graph;
-  resolve(p, inputs, plan_time);
+  resolve(p, inputs, plan_time, options.max_value_bytes);
   p.passes = optimize(g, options.optimizer);
   g.compact();
   // After folding and fusion, the live nodes are the device nodes.
@@ -176,17 +187,23 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
 
   if (options.plan_memory) {
     const size_t align = std::max<size_t>(options.alignment, 4);
-    MemoryPlan mp = plan_memory(g, device, traits, align);
+    const size_t max_arena = static_cast<size_t>(std::min<uint64_t>(options.max_arena_bytes, ~size_t{0}));
+    MemoryPlan mp = plan_memory(g, device, traits, align, true, max_arena);
     if (!mp.concat_in_place.empty()) {
       // Writing Concat inputs in place saves copies but makes the Concat's output live longer;
       // when that costs more than 5 % of the arena (DenseNet), plan without it.
-      MemoryPlan plain = plan_memory(g, device, traits, align, false);
+      MemoryPlan plain = plan_memory(g, device, traits, align, false, max_arena);
       if (static_cast<double>(plain.arena_bytes) * 1.05 < static_cast<double>(mp.arena_bytes)) {
         plain.concat_inputs = mp.concat_inputs;
         mp = std::move(plain);
       }
     }
-    if (mp.arena_bytes > 0 && mp.arena_bytes <= options.max_arena_bytes) {
+    for (auto& grp : mp.groups)
+      if (!grp.values.empty() && grp.bytes > max_arena)
+        throw ocl_infer::DeviceError("out of device memory: tensor '" + g.values[grp.values[0]].name + "' needs " +
+                                     std::to_string(grp.bytes) + " bytes, more than the device's largest allocation (" +
+                                     std::to_string(options.max_arena_bytes) + " bytes)");
+    if (mp.arena_bytes > 0) {
       std::string bad = check_memory_plan(mp);
       if (!bad.empty()) throw ocl_infer::Error("internal: buffer plan is unsound: " + bad);
       auto set_flag = [](std::vector<bool>& flags, int k) {
@@ -196,8 +213,11 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
       for (auto& [step, slot] : mp.concat_in_place) set_flag(p.steps[step].inputs_in_place, slot);
       for (auto& [step, slot] : mp.output_views) set_flag(p.steps[step].outputs_are_views, slot);
       p.arena_offset.assign(g.values.size(), -1);
-      for (auto& slot : mp.slots)
+      p.arena_of.assign(g.values.size(), -1);
+      for (auto& slot : mp.slots) {
         p.arena_offset[slot.value] = static_cast<int64_t>(mp.groups[slot.group].offset + slot.offset_in_group);
+        p.arena_of[slot.value] = mp.groups[slot.group].arena;
+      }
       p.memory_planned = true;
       p.memory = std::move(mp);
     }

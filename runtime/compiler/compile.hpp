@@ -22,8 +22,11 @@ struct CompileOptions {
   // dtype.
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   bool plan_memory = true;  // false: every activation gets its own buffer
-  // The device's sub-buffer alignment (bytes) and largest allocation: the arena must fit one.
+  // The device's sub-buffer alignment (bytes) and largest allocation: arenas are at most this big
+  // (several when the activations need more).
   size_t alignment = 128;
+  // No single value may need more (the session's memory limit): checked at shape inference.
+  uint64_t max_value_bytes = ~uint64_t{0};
   uint64_t max_arena_bytes = ~uint64_t{0};
 };
 
@@ -49,7 +52,8 @@ struct CompiledGraph {
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   bool memory_planned = false;
   MemoryPlan memory;                // valid when memory_planned
-  std::vector<int64_t> arena_offset;  // by value id: byte offset in the arena, -1 when not in it
+  std::vector<int64_t> arena_offset;  // by value id: byte offset in its arena, -1 when in none
+  std::vector<int> arena_of;          // by value id: which arena, -1 when in none
   int folded_nodes = 0;             // evaluated on the host at plan time
   int nodes_before = 0;             // live model nodes before optimization
   std::vector<PassReport> passes;

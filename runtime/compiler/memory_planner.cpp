@@ -35,11 +35,65 @@ size_t lower_bound(const MemoryPlan& mp) {
   return static_cast<size_t>(best);
 }
 
+// Best-fit placement, largest groups first: each goes into the smallest gap (among groups that
+// are live at the same time) that holds it. One arena when everything fits in `max_arena` bytes;
+// otherwise several, each at most max_arena (first arena where the group fits, best fit in it).
+void place_groups(MemoryPlan& mp, size_t max_arena) {
+  std::vector<int> order(mp.groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (mp.groups[a].bytes != mp.groups[b].bytes) return mp.groups[a].bytes > mp.groups[b].bytes;
+    return mp.groups[a].first < mp.groups[b].first;
+  });
+  auto place = [&](bool split) {
+    mp.arena_sizes.clear();
+    std::vector<int> placed;
+    for (int gi : order) {
+      StorageGroup& grp = mp.groups[gi];
+      if (grp.values.empty()) continue;  // merged into a Concat's group
+      const size_t need = align_up(std::max<size_t>(grp.bytes, 1), mp.alignment);
+      bool done = false;
+      for (int a = 0; a <= static_cast<int>(mp.arena_sizes.size()) && !done; ++a) {
+        std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of time-overlapping groups
+        for (int pj : placed) {
+          const StorageGroup& o = mp.groups[pj];
+          if (o.arena == a && o.first <= grp.last && grp.first <= o.last)
+            busy.push_back({o.offset, o.offset + align_up(std::max<size_t>(o.bytes, 1), mp.alignment)});
+        }
+        std::sort(busy.begin(), busy.end());
+        size_t best_off = 0, best_gap = std::numeric_limits<size_t>::max(), cursor = 0;
+        bool found = false;
+        for (auto& [st, e] : busy) {
+          if (st > cursor && st - cursor >= need && st - cursor < best_gap) {
+            best_gap = st - cursor;
+            best_off = cursor;
+            found = true;
+          }
+          cursor = std::max(cursor, e);
+        }
+        const size_t off = found ? best_off : cursor;
+        if (split && off + need > max_arena && a < static_cast<int>(mp.arena_sizes.size())) continue;
+        if (a == static_cast<int>(mp.arena_sizes.size())) mp.arena_sizes.push_back(0);
+        grp.arena = a;
+        grp.offset = off;
+        mp.arena_sizes[a] = std::max(mp.arena_sizes[a], off + need);
+        done = true;
+        if (!split) break;
+      }
+      placed.push_back(gi);
+    }
+  };
+  place(false);
+  if (!mp.arena_sizes.empty() && mp.arena_sizes[0] > max_arena) place(true);
+  mp.arena_bytes = 0;
+  for (size_t a : mp.arena_sizes) mp.arena_bytes += a;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
                        const std::vector<PlanNodeTraits>& traits, size_t alignment,
-                       bool eliminate_concats) {
+                       bool eliminate_concats, size_t max_arena) {
   MemoryPlan mp;
   mp.alignment = std::max<size_t>(alignment, 1);
   const size_t nv = g.values.size();
@@ -187,40 +241,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
       mp.naive_bytes += align_up(std::max<size_t>(s.bytes, 1), mp.alignment);
     }
 
-  // Best-fit placement, largest groups first: each goes into the smallest gap (among groups that
-  // are live at the same time) that holds it.
-  std::vector<int> order(mp.groups.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    if (mp.groups[a].bytes != mp.groups[b].bytes) return mp.groups[a].bytes > mp.groups[b].bytes;
-    return mp.groups[a].first < mp.groups[b].first;
-  });
-  std::vector<int> placed;
-  for (int gi : order) {
-    StorageGroup& grp = mp.groups[gi];
-    if (grp.values.empty()) continue;  // merged into a Concat's group
-    const size_t need = align_up(std::max<size_t>(grp.bytes, 1), mp.alignment);
-    std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of time-overlapping groups
-    for (int pj : placed) {
-      const StorageGroup& o = mp.groups[pj];
-      if (o.first <= grp.last && grp.first <= o.last)
-        busy.push_back({o.offset, o.offset + align_up(std::max<size_t>(o.bytes, 1), mp.alignment)});
-    }
-    std::sort(busy.begin(), busy.end());
-    size_t best_off = 0, best_gap = std::numeric_limits<size_t>::max(), cursor = 0;
-    bool found = false;
-    for (auto& [s, e] : busy) {
-      if (s > cursor && s - cursor >= need && s - cursor < best_gap) {
-        best_gap = s - cursor;
-        best_off = cursor;
-        found = true;
-      }
-      cursor = std::max(cursor, e);
-    }
-    grp.offset = found ? best_off : cursor;
-    mp.arena_bytes = std::max(mp.arena_bytes, grp.offset + need);
-    placed.push_back(gi);
-  }
+  place_groups(mp, max_arena);
   return mp;
 }
 
@@ -234,11 +255,13 @@ std::string check_memory_plan(const MemoryPlan& mp) {
     const StorageGroup& a = mp.groups[i];
     if (a.values.empty()) continue;
     if (a.offset % mp.alignment) return "group " + std::to_string(i) + " is misaligned";
-    if (a.offset + a.bytes > mp.arena_bytes) return "group " + std::to_string(i) + " runs past the arena";
+    if (a.arena < 0 || static_cast<size_t>(a.arena) >= mp.arena_sizes.size() ||
+        a.offset + a.bytes > mp.arena_sizes[a.arena])
+      return "group " + std::to_string(i) + " runs past its arena";
     for (size_t j = i + 1; j < mp.groups.size(); ++j) {
       const StorageGroup& b = mp.groups[j];
       if (b.values.empty()) continue;
-      bool time = a.first <= b.last && b.first <= a.last;
+      bool time = a.first <= b.last && b.first <= a.last && a.arena == b.arena;
       bool space = a.offset < b.offset + std::max<size_t>(b.bytes, 1) &&
                    b.offset < a.offset + std::max<size_t>(a.bytes, 1);
       if (time && space)

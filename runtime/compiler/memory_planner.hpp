@@ -24,6 +24,7 @@ struct TensorSlot {
 struct StorageGroup {
   std::vector<int> values;  // empty once merged into another group
   size_t bytes = 0;     // largest member (its extent past its offset in the group)
+  int arena = 0;        // which arena (several when one would exceed the device's largest allocation)
   size_t offset = 0;    // in the arena, aligned
   int first = 0, last = 0;  // steps (device node positions) during which the bytes are live
 };
@@ -32,7 +33,8 @@ struct MemoryPlan {
   std::vector<TensorSlot> slots;    // one per planned value
   std::vector<StorageGroup> groups;
   std::vector<int> group_of;        // by value id; -1 for values not planned
-  size_t arena_bytes = 0;           // planned peak activation bytes
+  size_t arena_bytes = 0;           // planned peak activation bytes (all arenas)
+  std::vector<size_t> arena_sizes;  // bytes of each arena
   size_t naive_bytes = 0;           // every value in its own buffer
   size_t lower_bound_bytes = 0;     // largest total of group bytes live at one step
   size_t alignment = 1;
@@ -58,9 +60,11 @@ struct PlanNodeTraits {
 // execution order), plus graph inputs and outputs. Graph inputs are live from the start and graph
 // outputs to the end, and neither is ever shared with another tensor's bytes.
 // With `eliminate_concats`, Concat inputs that die at the Concat are placed inside its output.
+// Groups go into one arena, or into several of at most `max_arena` bytes each when one would be
+// larger (a single group larger than max_arena still gets an arena of its own: the caller checks).
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
                        const std::vector<PlanNodeTraits>& traits, size_t alignment,
-                       bool eliminate_concats = true);
+                       bool eliminate_concats = true, size_t max_arena = ~size_t{0});
 
 // Proves the plan sound: returns "" when no two groups that are live at the same step overlap in
 // the arena and every group fits; otherwise a description of the first conflict.

@@ -20,6 +20,18 @@ Tensor read_value(const Plan& plan, cl_command_queue q, int v) {
   return t;
 }
 
+// A failed enqueue or finish: allocation failures (drivers may allocate at first use) become "out
+// of device memory" with what the plan needs; anything else names the call.
+[[noreturn]] void fail(const Plan& plan, ClRuntime& cl, cl_int err, const std::string& what) {
+  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
+    throw ocl_infer::DeviceError("out of device memory while running (" + what + ": " + cl_error_name(err) +
+                                 "): the plan needs " + std::to_string(plan.activation_bytes) + " bytes of activations, " +
+                                 std::to_string(plan.weight_bytes) + " of weights and " +
+                                 std::to_string(plan.scratch_bytes) + " of scratch; the device has " +
+                                 std::to_string(cl.info().global_mem_bytes) + " bytes (--max-memory lowers the limit)");
+  throw ocl_infer::DeviceError(what + " failed: " + cl_error_name(err));
+}
+
 }  // namespace
 
 std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<int, const Tensor*>& inputs,
@@ -53,6 +65,10 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
     for (int v : it->second) fetched.emplace_back(g.values[v].name, read_value(plan, q, v));
   };
   read_fetched(-1);
+  const cl_int zero = 0;
+  for (auto& f : plan.error_flags)
+    cl_check(clEnqueueFillBuffer(q, f.flag->mem, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr),
+             "clEnqueueFillBuffer(error flag)");
   if (events) events->assign(plan.launches.size(), nullptr);
   for (size_t s = 0; s < plan.step_launches.size(); ++s) {
     for (size_t i = plan.step_launches[s].first; i < plan.step_launches[s].second; ++i) {
@@ -61,8 +77,7 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
                                           l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
                                           events ? &(*events)[i] : nullptr);
       if (err != CL_SUCCESS)
-        throw ocl_infer::DeviceError(describe_node(g, g.nodes[l.node]) + ": " + "clEnqueueNDRangeKernel(" +
-                                     l.kernel_name + ") failed: " + cl_error_name(err));
+        fail(plan, cl, err, describe_node(g, g.nodes[l.node]) + ": clEnqueueNDRangeKernel(" + l.kernel_name + ")");
     }
     read_fetched(static_cast<int>(s));
   }
@@ -71,7 +86,16 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
     if (out.count(v.name)) continue;
     out[v.name] = read_value(plan, q, o);
   }
-  cl_check(clFinish(q), "clFinish");
+  std::vector<cl_int> flags(plan.error_flags.size(), 0);
+  for (size_t k = 0; k < flags.size(); ++k)
+    cl_check(clEnqueueReadBuffer(q, plan.error_flags[k].flag->mem, CL_FALSE, 0, sizeof(cl_int), &flags[k], 0, nullptr,
+                                 nullptr),
+             "clEnqueueReadBuffer(error flag)");
+  if (cl_int err = clFinish(q); err != CL_SUCCESS) fail(plan, cl, err, "clFinish");
+  for (size_t k = 0; k < flags.size(); ++k)
+    if (flags[k])
+      throw ocl_infer::InputError(describe_node(g, g.nodes[plan.error_flags[k].node]) + ": " +
+                                  plan.error_flags[k].what);
   for (auto& [name, t] : fetched) out.emplace(name, std::move(t));
   return out;
 }

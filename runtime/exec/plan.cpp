@@ -1,6 +1,7 @@
 #include "runtime/exec/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "ops/core/activation.hpp"
@@ -11,6 +12,14 @@ using ocl_infer::dtype_name;
 using ocl_infer::shape_to_string;
 
 namespace {
+
+std::string bytes_text(uint64_t b) {
+  char buf[64];
+  if (b >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  else if (b >= (uint64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+  return buf;
+}
 
 // The plan builder: the PlanSink that op build functions allocate and launch through.
 class Lowering : public PlanSink {
@@ -34,9 +43,11 @@ class Lowering : public PlanSink {
       if (v.data) {
         if (st != v.dtype)
           throw ocl_infer::Error("internal: constant '" + v.name + "' would need a conversion to " + dtype_name(st));
+        charge(bytes, "weights");
         b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
         p_.weight_bytes += bytes;
       } else {
+        charge(bytes, "activations");
         b = cl_.alloc(bytes);
         (p_.compiled.memory_planned ? p_.scratch_bytes : p_.activation_bytes) += bytes;
       }
@@ -45,15 +56,42 @@ class Lowering : public PlanSink {
   }
 
   cl_mem scratch(size_t bytes) override {
+    charge(bytes, "scratch");
     p_.owned.push_back(cl_.alloc(std::max<size_t>(bytes, 4)));
     p_.scratch_bytes += bytes;
     return p_.owned.back()->mem;
   }
 
   cl_mem constant(const void* data, size_t bytes) override {
+    charge(bytes, "weights");
     p_.owned.push_back(cl_.upload(data, bytes));
     p_.weight_bytes += bytes;  // packed weights and kernel parameters
     return p_.owned.back()->mem;
+  }
+
+  // Counts `bytes` of device memory against the plan's budget before they are allocated; past it,
+  // a DeviceError that says what the plan needs and names the largest tensors.
+  void charge(uint64_t bytes, const char* what) {
+    used_ += bytes;
+    if (used_ <= o_.memory_budget) return;
+    const Graph& g = p_.compiled.graph;
+    std::vector<std::pair<uint64_t, int>> sizes;
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].shape_known && numel(g.values[v].shape) > 0)
+        sizes.push_back({static_cast<uint64_t>(numel(g.values[v].shape)) * ocl_infer::dtype_size(g.values[v].dtype),
+                         static_cast<int>(v)});
+    std::sort(sizes.rbegin(), sizes.rend());
+    std::string largest;
+    for (size_t k = 0; k < sizes.size() && k < 3; ++k)
+      largest += (k ? ", '" : "'") + g.values[sizes[k].second].name + "' " + bytes_text(sizes[k].first);
+    throw ocl_infer::DeviceError("out of device memory: the plan needs at least " + bytes_text(used_) +
+                                 " (the limit was passed allocating " + what + "), the limit is " +
+                                 bytes_text(o_.memory_budget) + " (" + o_.budget_source + "); largest tensors: " + largest);
+  }
+
+  cl_mem error_flag(int node, const std::string& what) override {
+    p_.error_flags.push_back({cl_.alloc(sizeof(cl_int)), node, what});
+    return p_.error_flags.back().flag->mem;
   }
 
   void add_launch(Launch l) override { p_.launches.push_back(std::move(l)); }
@@ -74,7 +112,8 @@ class Lowering : public PlanSink {
     const CompiledGraph& c = p_.compiled;
     if (c.memory_planned) {
       const auto& at = c.arena_offset;
-      const bool same = static_cast<size_t>(std::max(in, out)) < at.size() && at[out] >= 0 && at[out] == at[in];
+      const bool same = static_cast<size_t>(std::max(in, out)) < at.size() && at[out] >= 0 && at[out] == at[in] &&
+                        c.arena_of[out] == c.arena_of[in];
       if (!same)
         throw ocl_infer::Error("internal: '" + c.graph.values[out].name +
                                "' is a view but the buffer planner gave it storage of its own");
@@ -88,6 +127,7 @@ class Lowering : public PlanSink {
   Plan& p_;
   ClRuntime& cl_;
   const PlanOptions& o_;
+  uint64_t used_ = 0;
 };
 
 }  // namespace
@@ -101,6 +141,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   co.plan_memory = options.plan_memory;
   co.alignment = cl.base_addr_align();
   co.max_arena_bytes = cl.info().max_alloc_bytes;
+  co.max_value_bytes = options.memory_budget;
   p.compiled = compile(model, inputs, plan_time, co);
   const CompiledGraph& c = p.compiled;
   const Graph& g = c.graph;
@@ -108,18 +149,25 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   Lowering sink(p, cl, options);
   if (c.memory_planned) {
     const MemoryPlan& mp = c.memory;
-    BufferPtr arena = cl.alloc(mp.arena_bytes);
+    std::vector<BufferPtr> arenas;
+    for (size_t a = 0; a < mp.arena_sizes.size(); ++a) {
+      sink.charge(mp.arena_sizes[a], "activations");
+      arenas.push_back(cl.alloc(mp.arena_sizes[a]));
+      p.owned.push_back(arenas.back());  // keeps the arena alive with the plan
+    }
     std::vector<BufferPtr> group_buf(mp.groups.size());
     for (size_t gi = 0; gi < mp.groups.size(); ++gi)
       if (!mp.groups[gi].values.empty())
-        group_buf[gi] = cl.sub_buffer(arena, mp.groups[gi].offset, std::max<size_t>(mp.groups[gi].bytes, 4));
-    for (auto& slot : mp.slots)
+        group_buf[gi] = cl.sub_buffer(arenas[mp.groups[gi].arena], mp.groups[gi].offset,
+                                      std::max<size_t>(mp.groups[gi].bytes, 4));
+    for (auto& slot : mp.slots) {
+      const StorageGroup& grp = mp.groups[slot.group];
       p.buffers[slot.value] = slot.offset_in_group == 0
                                   ? group_buf[slot.group]
-                                  : cl.sub_buffer(arena, mp.groups[slot.group].offset + slot.offset_in_group,
+                                  : cl.sub_buffer(arenas[grp.arena], grp.offset + slot.offset_in_group,
                                                   std::max<size_t>(slot.bytes, 4));
+    }
     p.activation_bytes = mp.arena_bytes;
-    p.owned.push_back(arena);  // keeps the arena alive with the plan
   }
   for (size_t k = 0; k < c.steps.size(); ++k) {
     const int ni = c.steps[k].node;
@@ -297,7 +345,7 @@ std::string Plan::dump_plan() const {
     os << "tensors (arena offset, bytes, storage, live steps):\n";
     for (auto& s : memory.slots) {
       const StorageGroup& grp = memory.groups[s.group];
-      os << "  " << g.values[s.value].name << " arena 0 offset " << grp.offset + s.offset_in_group << " bytes " << s.bytes
+      os << "  " << g.values[s.value].name << " arena " << grp.arena << " offset " << grp.offset + s.offset_in_group << " bytes " << s.bytes
          << " " << dtype_name(compiled.storage[s.value]) << " live [" << grp.first << ", "
          << (grp.last > 1000000000 ? std::string("end") : std::to_string(grp.last)) << "] group " << s.group << "\n";
     }
@@ -371,7 +419,7 @@ std::string Plan::dump_plan_json() const {
       const auto& s = memory.slots[i];
       const StorageGroup& grp = memory.groups[s.group];
       os << (i ? ",\n  " : "\n  ") << "{\"name\": " << json_str(g.values[s.value].name)
-         << ", \"arena\": 0, \"offset\": " << grp.offset + s.offset_in_group << ", \"bytes\": " << s.bytes
+         << ", \"arena\": " << grp.arena << ", \"offset\": " << grp.offset + s.offset_in_group << ", \"bytes\": " << s.bytes
          << ", \"storage\": " << json_str(dtype_name(compiled.storage[s.value])) << ", \"group\": " << s.group
          << ", \"first_step\": " << grp.first << ", \"last_step\": " << (grp.last > 1000000000 ? -1 : grp.last) << "}";
     }

@@ -20,6 +20,10 @@ struct PlanOptions {
   bool plan_memory = true;  // false: every activation gets its own buffer
   // family -> "variant[:param=value,...]" (see ops/variants.hpp), already validated.
   std::map<std::string, std::string> forced_variants;
+  // Device bytes the plan may allocate (activations, weights, scratch), and what set the limit
+  // (for the error message); checked before each allocation.
+  uint64_t memory_budget = ~uint64_t{0};
+  std::string budget_source = "no limit";
 };
 
 struct Plan {
@@ -32,6 +36,14 @@ struct Plan {
   size_t activation_bytes = 0;     // device bytes of activations (the arena, or the sum of buffers)
   size_t weight_bytes = 0;         // device bytes of constants uploaded (weights, packed weights)
   size_t scratch_bytes = 0;        // temporaries outside the arena
+  // Flags kernels set when the data makes a result undefined (integer division by zero); cleared
+  // before and read after every run.
+  struct ErrorFlag {
+    BufferPtr flag;
+    int node;
+    std::string what;
+  };
+  std::vector<ErrorFlag> error_flags;
 
   const Graph& graph() const { return compiled.graph; }
 

@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "onnx/loader.hpp"
 #include "ops/variants.hpp"
+#include "runtime/backend/host_memory.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/profiler.hpp"
@@ -38,6 +40,9 @@ ValueInfo info_of(const oi::Value& v) {
 }  // namespace
 
 struct Session::Impl {
+  // Serialises run(), and everything that reads the plan or the profile: one session runs one
+  // inference at a time; sessions share nothing.
+  mutable std::mutex mu;
   SessionOptions options;
   Graph model;
   std::unique_ptr<oi::ClRuntime> cl;
@@ -48,9 +53,36 @@ struct Session::Impl {
   SessionStats stats;
   oi::ProfileAccumulator profile;
   std::map<std::string, std::string> forced_variants;
+  oi::DeviceHandle device;
+  // Bytes the model may use: each constant and value, and the plan's device allocations together.
+  uint64_t memory_limit = ~uint64_t{0};
+  std::string memory_limit_source;
 
   void log(const std::string& s) const {
     if (options.log) options.log(s);
+  }
+
+  // Picks the device and the memory limit (before the model is read: the loader checks against it).
+  void open_device() {
+    device = oi::select_device(options.device);
+    if (options.max_memory_bytes > 0) {
+      memory_limit = options.max_memory_bytes;
+      memory_limit_source = "set by --max-memory / SessionOptions::max_memory_bytes";
+      return;
+    }
+    memory_limit = device.info.global_mem_bytes;
+    memory_limit_source = "the device's global memory";
+    // The host holds the model too, and a CPU device allocates all of its memory from the host
+    // (PoCL reports a global memory derived from the host's and allocates lazily).
+    // Keep a margin for what the process needs besides the plan (the driver, kernel compilation,
+    // host copies of inputs and outputs).
+    const oi::HostMemory host = oi::host_memory();
+    const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, host.available / 10);
+    const uint64_t usable = host.available > margin ? host.available - margin : host.available / 2;
+    if (usable < memory_limit) {
+      memory_limit = usable;
+      memory_limit_source = "host memory available to this process (" + host.limited_by + ", less a margin)";
+    }
   }
 
   void init(Graph g, double load_ms) {
@@ -77,7 +109,7 @@ struct Session::Impl {
     forced_variants = oi::parse_forced_variants(forced);
     for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
     for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
-    auto dev = oi::select_device(options.device);
+    const oi::DeviceHandle& dev = device;
     log("device: " + dev.info.name + " (" + dev.info.type + ", " + dev.info.platform + ", " +
         dev.info.opencl_c_version + ")");
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
@@ -179,20 +211,22 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::from_file(const std::string& path, const SessionOptions& options) {
-  auto t0 = std::chrono::steady_clock::now();
-  Graph g = oi::load_onnx_file(path);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->open_device();
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx_file(path, impl->memory_limit);
   impl->init(std::move(g), ms_since(t0));
   return Session(std::move(impl));
 }
 
 Session Session::from_memory(const void* data, size_t size, const SessionOptions& options,
                              const std::string& model_dir) {
-  auto t0 = std::chrono::steady_clock::now();
-  Graph g = oi::load_onnx(data, size, model_dir);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->open_device();
+  auto t0 = std::chrono::steady_clock::now();
+  Graph g = oi::load_onnx(data, size, model_dir, impl->memory_limit);
   impl->init(std::move(g), ms_since(t0));
   return Session(std::move(impl));
 }
@@ -200,12 +234,16 @@ Session Session::from_memory(const void* data, size_t size, const SessionOptions
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
 const DeviceInfo& Session::device() const { return impl_->cl->info(); }
-const SessionStats& Session::stats() const { return impl_->stats; }
+SessionStats Session::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& fed) { return run(fed, RunOptions{}); }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& fed, const RunOptions& run_options) {
   Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mu);
   auto ins = s.check_inputs(fed);
   std::string key = s.key_of(ins);
   if (!s.plan || key != s.plan_key) {
@@ -219,6 +257,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     po.plan_memory = s.options.plan_memory;
     po.precision = s.options.precision;
     po.forced_variants = s.forced_variants;
+    po.memory_budget = s.memory_limit;
+    po.budget_source = s.memory_limit_source;
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
     s.plan_key = key;
     s.stats.plan_ms = ms_since(t0);
@@ -245,6 +285,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 }
 
 std::vector<ExecutedNode> Session::executed_nodes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
   std::vector<ExecutedNode> r;
   if (!impl_->plan) return r;
   const Graph& g = impl_->plan->graph();
@@ -267,19 +308,33 @@ std::vector<ExecutedNode> Session::executed_nodes() const {
   return r;
 }
 
-std::vector<LayerProfile> Session::profile() const { return impl_->profile.layers(); }
+std::vector<LayerProfile> Session::profile() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->profile.layers();
+}
 
 void Session::reset_profile() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->plan) impl_->profile.reset(*impl_->plan);
 }
 
-std::vector<double> Session::profiled_inference_us() const { return impl_->profile.inference_us(); }
+std::vector<double> Session::profiled_inference_us() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->profile.inference_us();
+}
 
-std::vector<double> Session::profiled_wall_us() const { return impl_->profile.wall_us(); }
+std::vector<double> Session::profiled_wall_us() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->profile.wall_us();
+}
 
-std::vector<double> Session::profiled_kernel_sum_us() const { return impl_->profile.kernel_sum_us(); }
+std::vector<double> Session::profiled_kernel_sum_us() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->profile.kernel_sum_us();
+}
 
 std::string Session::dump(const std::string& what) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
   if (what == "graph") return impl_->plan->dump_graph();
   if (what == "plan") return impl_->plan->dump_plan();

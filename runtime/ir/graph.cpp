@@ -121,9 +121,15 @@ std::string covered_ops(const Node& n) {
 }
 
 int64_t numel(const Shape& s) {
+  // Saturates instead of overflowing; a 0 dim gives 0 (negative dims mean "unknown": -1).
   int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
+  bool overflow = false;
+  for (auto d : s) {
+    if (d == 0) return 0;
+    if (d < 0) return -1;
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  return overflow ? INT64_MAX : n;
 }
 
 bool is_float(DType t) {

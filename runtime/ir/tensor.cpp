@@ -2,7 +2,25 @@
 // layer, since the graph stores its constants as public Tensors.
 #include "ocl_infer/ocl_infer.hpp"
 
+#include <cstdint>
+#include <cstdio>
+
 namespace ocl_infer {
+
+std::string printable_message(const std::string& what) {
+  std::string r;
+  r.reserve(what.size());
+  for (unsigned char c : what) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      r += buf;
+    } else {
+      r += static_cast<char>(c);
+    }
+  }
+  return r;
+}
 
 size_t dtype_size(DType t) {
   switch (t) {
@@ -34,13 +52,23 @@ const char* dtype_name(DType t) {
 }
 
 Tensor::Tensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
-  bytes.assign(static_cast<size_t>(numel()) * dtype_size(t), 0);
+  uint64_t n = dtype_size(t);
+  bool bad = false;
+  for (int64_t d : shape) bad |= d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
+  if (bad || n > (uint64_t{1} << 48))
+    throw InputError("cannot make a " + std::string(dtype_name(t)) + " tensor of shape " + shape_to_string(shape));
+  bytes.assign(static_cast<size_t>(n), 0);
 }
 
 int64_t Tensor::numel() const {
+  // Saturates instead of overflowing (a shape read from a hostile file); a 0 dim gives 0.
   int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+  bool overflow = false;
+  for (auto d : shape) {
+    if (d == 0) return 0;
+    overflow |= d < 0 || __builtin_mul_overflow(n, d, &n);
+  }
+  return overflow ? INT64_MAX : n;
 }
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {

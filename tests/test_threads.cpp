@@ -1,0 +1,112 @@
+// Thread safety (see the contract on ocl_infer::Session): N threads x M runs on one shared session,
+// starting with concurrent first runs (lazy planning), and on one session per thread; every
+// output bit-exact against the same inputs run single-threaded. Also built and run under
+// ThreadSanitizer by tools/sanitize.sh.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/model_builder.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+constexpr int kThreads = 4, kRuns = 20;
+
+ModelBuilder small_net(std::mt19937& rng) {
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 3, 12, 12}).output("y").output("feat");
+  m.initializer("w1", random_tensor({8, 3, 3, 3}, rng, -0.3f, 0.3f)).initializer("b1", random_tensor({8}, rng));
+  m.initializer("w2", random_tensor({8, 8, 1, 1}, rng, -0.3f, 0.3f));
+  m.initializer("fc", random_tensor({8 * 6 * 6, 10}, rng, -0.1f, 0.1f)).initializer("fcb", random_tensor({10}, rng));
+  Tensor shape(DType::Int64, {2});
+  shape.data<int64_t>()[0] = 1;
+  shape.data<int64_t>()[1] = 8 * 6 * 6;
+  m.initializer("shape", shape);
+  attr_ints(m.node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  auto& pool = m.node("MaxPool", {"r1"}, {"p1"});
+  attr_ints(pool, "kernel_shape", {2, 2});
+  attr_ints(pool, "strides", {2, 2});
+  m.node("Conv", {"p1", "w2"}, {"c2"});
+  m.node("Add", {"c2", "p1"}, {"feat"});
+  m.node("Reshape", {"feat", "shape"}, {"flat"});
+  m.node("Gemm", {"flat", "fc", "fcb"}, {"logits"});
+  attr_i(m.node("Softmax", {"logits"}, {"y"}), "axis", 1);
+  return m;
+}
+
+struct Fixture {
+  std::string bytes;
+  std::vector<Tensor> inputs;                          // one per (thread, run)
+  std::vector<std::map<std::string, Tensor>> expect;  // single-threaded results
+};
+
+Fixture make_fixture() {
+  std::mt19937 rng(42);
+  Fixture f;
+  f.bytes = small_net(rng).bytes();
+  auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+  for (int i = 0; i < kThreads * kRuns; ++i) {
+    f.inputs.push_back(random_tensor({1, 3, 12, 12}, rng));
+    f.expect.push_back(s.run({{"x", f.inputs.back()}}));
+  }
+  return f;
+}
+
+int compare(const std::map<std::string, Tensor>& got, const std::map<std::string, Tensor>& want) {
+  int bad = 0;
+  for (auto& [name, t] : want) bad += got.count(name) == 0 || got.at(name).bytes != t.bytes;
+  return bad;
+}
+
+TEST(Threads, SharedSessionFromTheFirstRun) {
+  const Fixture f = make_fixture();
+  auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        const int i = t * kRuns + r;
+        try {
+          wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
+          if (r % 5 == 0) {
+            s.profile();  // readers of session state alongside runs
+            s.stats();
+            s.dump("plan");
+          }
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+}
+
+TEST(Threads, SessionPerThread) {
+  const Fixture f = make_fixture();
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+        for (int r = 0; r < kRuns; ++r) {
+          const int i = t * kRuns + r;
+          wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
+        }
+      } catch (const std::exception&) {
+        ++errors;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+}
+
+}  // namespace
