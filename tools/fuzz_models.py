@@ -149,7 +149,7 @@ def structural(m, rng, workdir):
             elif a.type == onnx.AttributeProto.FLOAT:
                 a.f = rng.choice([float("nan"), float("inf"), -1e38, 0.0])
             else:
-                a.type = rng.choice([1, 2, 3, 7, 99])
+                a.type = rng.choice([1, 2, 3, 4, 6, 7, 8])
         else:
             n.attribute.append(helper.make_attribute(rng.choice(["axis", "kernel_shape", "perm", "to"]),
                                                      rng.choice(EXTREMES)))
@@ -255,6 +255,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--keep", help="folder for the models that found bugs")
     ap.add_argument("--corpus", help="also copy bug models (single-file ones) here")
+    ap.add_argument("--show-errors", type=int, default=0, metavar="N",
+                    help="also print the N most common error messages (their first words)")
     ap.add_argument("--write-seeds", metavar="DIR", help="only write the seed models to DIR and exit")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
@@ -284,7 +286,7 @@ def main():
         with open(path, "wb") as f:
             f.write(data)
         jobs.append((i, name, label, path))
-    counts, bugs, slowest = {}, [], 0.0
+    counts, bugs, slowest, messages = {}, [], 0.0, {}
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
         futs = {ex.submit(run_one, a.cli, j[3], a.timeout, env): j for j in jobs}
         for n, fut in enumerate(concurrent.futures.as_completed(futs), 1):
@@ -292,6 +294,9 @@ def main():
             kind, detail, secs = fut.result()
             slowest = max(slowest, secs)
             counts[kind] = counts.get(kind, 0) + 1
+            if kind == "error":
+                key = " ".join(detail.replace("ocl-infer: error: ", "").split(":")[-1].split()[:8])
+                messages[key] = messages.get(key, 0) + 1
             if kind in ("hang", "crash", "sanitizer"):
                 bugs.append((i, name, label, kind, detail))
                 if a.keep:
@@ -304,6 +309,8 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"fuzz_models: {len(jobs)} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
           f"; slowest {slowest:.1f} s")
+    for msg, n in sorted(messages.items(), key=lambda kv: -kv[1])[:a.show_errors]:
+        print(f"  {n:5d}  {msg}")
     for b in bugs[:50]:
         print(f"  BUG #{b[0]} seed {b[1]} mutation {b[2]}: {b[3]}: {b[4][:500]}")
     sys.exit(1 if bugs else 0)

@@ -18,12 +18,16 @@ namespace ocl_infer {
 
 // ---------------------------------------------------------------------------------------------
 // Errors. Every message is one line that names what was wrong (and the node, when there is one);
-// control characters that came from a model file are escaped (\xNN) so they never reach a terminal.
-// A kernel build error adds the compiler's log on the following lines.
-std::string printable_message(const std::string& what);
+// control characters, newlines included, that came from a model file are escaped (\xNN) so they
+// never reach a terminal raw. Only a kernel build error has more lines: the compiler's log.
+// Escapes control characters; with keep_lines, newlines and tabs stay.
+std::string printable_message(const std::string& what, bool keep_lines = false);
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(printable_message(what)) {}
+
+ protected:
+  Error(const std::string& what, bool keep_lines) : std::runtime_error(printable_message(what, keep_lines)) {}
 };
 // The model file is missing, not ONNX, truncated, inconsistent or refers to absent values.
 class ModelError : public Error {
@@ -45,11 +49,14 @@ class InputError : public Error {
 class DeviceError : public Error {
  public:
   using Error::Error;
+
+ protected:
+  DeviceError(const std::string& what, bool keep_lines) : Error(what, keep_lines) {}
 };
-// An OpenCL program failed to build; the message includes the build log.
+// An OpenCL program failed to build; the message includes the build log (several lines).
 class KernelBuildError : public DeviceError {
  public:
-  using DeviceError::DeviceError;
+  explicit KernelBuildError(const std::string& what) : DeviceError(what, true) {}
 };
 
 // ---------------------------------------------------------------------------------------------

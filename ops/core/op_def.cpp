@@ -90,7 +90,7 @@ void OpContext::unsupported(const std::string& msg) const {
 
 int64_t OpContext::axis(int64_t a, int64_t rank) const {
   int64_t r = a < 0 ? a + rank : a;
-  if (r < 0 || r >= std::max<int64_t>(rank, 1))
+  if (r < 0 || r >= rank)  // a scalar (rank 0) has no axis
     fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
   return r;
 }

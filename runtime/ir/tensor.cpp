@@ -7,11 +7,11 @@
 
 namespace ocl_infer {
 
-std::string printable_message(const std::string& what) {
+std::string printable_message(const std::string& what, bool keep_lines) {
   std::string r;
   r.reserve(what.size());
   for (unsigned char c : what) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+    if ((c < 0x20 && !(keep_lines && (c == '\n' || c == '\t'))) || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       r += buf;
