@@ -26,9 +26,38 @@
 //   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
 //   -DHAS_BIAS                           add bias[output channel]
+//   -DXS -DPS -DWS -DBS -DRS -DYS=F16    an operand stored as half (see storage.cl)
 //   epilogue.cl's options                fused activation / residual
 
 #include "epilogue.cl"
+#include "storage.cl"
+
+// Storage of each float operand (kernels/storage.cl): X input, P packed weights, W raw weights
+// (depthwise, packing), B bias, R residual, Y output. Arithmetic is in float.
+#ifndef XS
+#define XS F32
+#endif
+#ifndef PS
+#define PS F32
+#endif
+#ifndef WS
+#define WS F32
+#endif
+#ifndef BS
+#define BS F32
+#endif
+#ifndef RS
+#define RS F32
+#endif
+#ifndef YS
+#define YS F32
+#endif
+#define XT STORE_TYPE(XS)
+#define PT STORE_TYPE(PS)
+#define WT STORE_TYPE(WS)
+#define BT STORE_TYPE(BS)
+#define RT STORE_TYPE(RS)
+#define YT STORE_TYPE(YS)
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -45,33 +74,46 @@
 // Accumulates one input row (all kw) into acc. Near the left/right border the row segment is
 // first copied into registers with zeros for the padding, so the FMAs stay unconditional; `checked`
 // is a literal, so inlining yields two specialised copies.
-__attribute__((always_inline)) inline void conv_row(wvec* acc, const __global float* restrict xr,
-                                                    const __global float* restrict wr, int iw0,
+__attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT* restrict xr,
+                                                    const __global PT* restrict wr, int iw0,
                                                     int W, const bool checked) {
   float seg[SPAN];
+#ifdef XS_HALF
+  // Half input: each column is converted once into registers, not once per tap.
+#pragma unroll
+  for (int t = 0; t < SPAN; ++t) {
+    const int iw = iw0 + t;
+    const float v = LD(XS, xr, checked ? clamp(iw, 0, W - 1) : iw);
+    seg[t] = !checked || (iw >= 0 && iw < W) ? v : 0.0f;
+  }
+#define SEG_OR_X(t) seg[t]
+#else
   if (checked) {
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) {
       const int iw = iw0 + t;
-      const float v = xr[clamp(iw, 0, W - 1)];
+      const float v = LD(XS, xr, clamp(iw, 0, W - 1));
       seg[t] = iw >= 0 && iw < W ? v : 0.0f;
     }
   }
+#define SEG_OR_X(t) (checked ? seg[t] : LD(XS, xr, iw0 + (t)))
+#endif
 #pragma unroll
   for (int kw = 0; kw < KW; ++kw) {
-    const wvec w = WLOAD(kw, wr);
+    const wvec w = LDN(PS, OCB, wr, kw);
 #pragma unroll
     for (int j = 0; j < OWB; ++j) {
       const int t = j * SW + kw * DW;
-      acc[j] = fma((wvec)(checked ? seg[t] : xr[iw0 + t]), w, acc[j]);
+      acc[j] = fma((wvec)(SEG_OR_X(t)), w, acc[j]);
     }
   }
+#undef SEG_OR_X
 }
 
 // Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH); X is [N][G*C_g][D][H][W], Y [N][G*M_g][OD][OH][OW].
-__kernel void conv_f32_packed(__global const float* restrict X, __global const float* restrict Wp,
-                              __global const float* restrict bias,
-                              __global const float* restrict residual, __global float* restrict Y,
+__kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* restrict Wp,
+                              __global const BT* restrict bias,
+                              __global const RT* restrict residual, __global YT* restrict Y,
                               int C_g, int D, int H, int W, int M_g, int OD, int OH, int OW, int G,
                               int oc_blocks, int pad_d, int pad_h, int pad_w) {
   const int ob = get_global_id(0);
@@ -93,7 +135,7 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
   {
     float b[OCB];
 #pragma unroll
-    for (int c = 0; c < OCB; ++c) b[c] = oc0 + c < M_g ? bias[g * M_g + oc0 + c] : 0.0f;
+    for (int c = 0; c < OCB; ++c) b[c] = oc0 + c < M_g ? LD(BS, bias, g * M_g + oc0 + c) : 0.0f;
     init = WLOAD(0, b);
   }
 #endif
@@ -110,8 +152,8 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
       for (int kh = 0; kh < KH; ++kh) {
         const int ih = ih0 + kh * DH;
         if (ih < 0 || ih >= H) continue;
-        const __global float* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
-        const __global float* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
+        const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
+        const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
         if (interior) conv_row(acc, xr, wr, iw0, W, false);
         else conv_row(acc, xr, wr, iw0, W, true);
       }
@@ -129,9 +171,9 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
       for (int c = 0; c < channels; ++c) {
         const long o = y0 + c * oplane + j;
 #ifdef HAS_RESIDUAL
-        r[c] += residual[o];
+        r[c] += LD(RS, residual, o);
 #endif
-        Y[o] = epilogue_act(r[c]);
+        ST(YS, Y, o, epilogue_act(r[c]));
       }
     }
   }
@@ -154,11 +196,11 @@ __kernel void conv_f32_packed(__global const float* restrict X, __global const f
 // overlaps its neighbour; Y never aliases X or residual).
 // Global: (oc_blocks, ceil(P / PIX), N*G); X [N][G*C_g][P], Y [N][G*M_g][P], weights packed as
 // for conv_f32_packed.
-__kernel void conv_f32_pointwise(__global const float* restrict X,
-                                 __global const float* restrict Wp,
-                                 __global const float* restrict bias,
-                                 __global const float* restrict residual,
-                                 __global float* restrict Y, int C_g, int P, int M_g, int G,
+__kernel void conv_f32_pointwise(__global const XT* restrict X,
+                                 __global const PT* restrict Wp,
+                                 __global const BT* restrict bias,
+                                 __global const RT* restrict residual,
+                                 __global YT* restrict Y, int C_g, int P, int M_g, int G,
                                  int oc_blocks) {
   const int ob = get_global_id(0);
   const int p0 = min((int)get_global_id(1) * PIX, P - PIX);
@@ -173,7 +215,7 @@ __kernel void conv_f32_pointwise(__global const float* restrict X,
 #pragma unroll
   for (int c = 0; c < OCB; ++c) {
 #ifdef HAS_BIAS
-    const float b = oc0 + c < M_g ? bias[g * M_g + oc0 + c] : 0.0f;
+    const float b = oc0 + c < M_g ? LD(BS, bias, g * M_g + oc0 + c) : 0.0f;
 #else
     const float b = 0.0f;
 #endif
@@ -183,10 +225,12 @@ __kernel void conv_f32_pointwise(__global const float* restrict X,
   for (int k = 0; k < C_g; ++k) {
     xvec x[PXV];
 #pragma unroll
-    for (int v = 0; v < PXV; ++v) x[v] = XLOAD(0, X + (long)k * P + v * PXB);
+    for (int v = 0; v < PXV; ++v) x[v] = LDN(XS, PXB, X + (long)k * P + v * PXB, 0);
+    float wk[OCB];
+    WSTORE(LDN(PS, OCB, Wp, k), 0, wk);
 #pragma unroll
     for (int c = 0; c < OCB; ++c) {
-      const float w = Wp[k * OCB + c];
+      const float w = wk[c];
 #pragma unroll
       for (int v = 0; v < PXV; ++v) acc[c][v] = fma((xvec)w, x[v], acc[c][v]);
     }
@@ -202,9 +246,9 @@ __kernel void conv_f32_pointwise(__global const float* restrict X,
         const long o = y0 + (long)c * P + v * PXB;
         xvec r = acc[c][v];
 #ifdef HAS_RESIDUAL
-        r += XLOAD(0, residual + o);
+        r += LDN(RS, PXB, residual + o, 0);
 #endif
-        XSTORE(EPILOGUE_VEC(r, PXB), 0, Y + o);
+        STN(YS, PXB, Y + o, 0, EPILOGUE_VEC(r, PXB));
       }
     }
   }
@@ -213,13 +257,13 @@ __kernel void conv_f32_pointwise(__global const float* restrict X,
 
 // Packs W [G*M_g][C_g*KD*KH*KW] into the layout of conv_f32_packed, at run time (for weights that
 // are not constants). Global: (G*oc_blocks*OCB, K).
-__kernel void conv_f32_pack_weights(__global const float* restrict Wt, __global float* restrict Wp,
+__kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global float* restrict Wp,
                                     int M_g, int K, int oc_blocks) {
   const int i = get_global_id(0), k = get_global_id(1);
   const int lane = i % OCB, blk = i / OCB;
   const int g = blk / oc_blocks, oc = (blk % oc_blocks) * OCB + lane;
   if (k >= K) return;
-  Wp[((long)blk * K + k) * OCB + lane] = oc < M_g ? Wt[((long)g * M_g + oc) * K + k] : 0.0f;
+  Wp[((long)blk * K + k) * OCB + lane] = oc < M_g ? LD(WS, Wt, ((long)g * M_g + oc) * K + k) : 0.0f;
 }
 
 #endif  // OCB
@@ -260,20 +304,20 @@ __kernel void conv_f32_pack_weights(__global const float* restrict Wt, __global 
 // Lane q: input column iw0 + q*SW of row xr, 0 outside [0, IN_W). iw0 is a constant after
 // unrolling (except for `interior` vectors, known to lie inside the row), so the branches fold.
 // `guarded` (a literal): never touch memory outside the row.
-__attribute__((always_inline)) inline pvec dw_tap(const __global float* restrict xr, const int iw0,
+__attribute__((always_inline)) inline pvec dw_tap(const __global XT* restrict xr, const int iw0,
                                                   const bool interior, const bool guarded) {
   const bool all_valid = interior || (iw0 >= 0 && iw0 + (OWB - 1) * SW < IN_W);
   const bool loads_inside = interior || (iw0 >= 0 && iw0 + OWB * SW <= IN_W);
   if (SW <= 2 && (loads_inside || !guarded)) {
 #if SW == 1
-    pvec x = PLOAD(0, xr + iw0);
+    pvec x = LDN(XS, OWB, xr + iw0, 0);
 #elif OWB == 16
-    const float16 a = vload16(0, xr + iw0), b = vload16(0, xr + iw0 + 16);
+    const float16 a = LDN(XS, 16, xr + iw0, 0), b = LDN(XS, 16, xr + iw0 + 16, 0);
     pvec x = (float16)(a.even, b.even);
 #elif OWB == 8
-    pvec x = vload16(0, xr + iw0).even;
+    pvec x = LDN(XS, 16, xr + iw0, 0).even;
 #else
-    pvec x = vload8(0, xr + iw0).even;
+    pvec x = LDN(XS, 8, xr + iw0, 0).even;
 #endif
     if (!all_valid) {
       const ivec iw = iw0 + LANES * SW;
@@ -285,7 +329,7 @@ __attribute__((always_inline)) inline pvec dw_tap(const __global float* restrict
 #pragma unroll
   for (int q = 0; q < OWB; ++q) {
     const int iw = iw0 + q * SW;
-    t[q] = iw >= 0 && iw < IN_W ? xr[iw] : 0.0f;
+    t[q] = iw >= 0 && iw < IN_W ? LD(XS, xr, iw) : 0.0f;
   }
   return PLOAD(0, t);
 }
@@ -294,9 +338,9 @@ __attribute__((always_inline)) inline pvec dw_tap(const __global float* restrict
 // weight broadcasts per input row). j0 and count are constants, except that j0 may vary for
 // `interior` vectors (no padding columns; never the moved last vector).
 #define SEG_MAX 16
-__attribute__((always_inline)) inline void dw_segment(const __global float* restrict X,
-                                                      const __global float* restrict residual,
-                                                      __global float* restrict Y, const float* w,
+__attribute__((always_inline)) inline void dw_segment(const __global XT* restrict X,
+                                                      const __global RT* restrict residual,
+                                                      __global YT* restrict Y, const float* w,
                                                       float b, int H, int pad_h, int oh, int oh_end,
                                                       const int j0, const int count,
                                                       const bool interior, const bool guarded) {
@@ -309,7 +353,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global float* rest
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * SH - pad_h + kh * DH;
     if (ih < 0 || ih >= H) continue;
-    const __global float* xr = X + ih * IN_W;
+    const __global XT* xr = X + ih * IN_W;
 #pragma unroll
     for (int j = 0; j < SEG_MAX; ++j) {
       if (j >= count) break;
@@ -329,18 +373,18 @@ __attribute__((always_inline)) inline void dw_segment(const __global float* rest
     if (OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
       pvec v = acc[j];
 #ifdef HAS_RESIDUAL
-      v += PLOAD(0, residual + o);
+      v += LDN(RS, OWB, residual + o, 0);
 #endif
-      PSTORE(EPILOGUE_VEC(v, OWB), 0, Y + o);
+      STN(YS, OWB, Y + o, 0, EPILOGUE_VEC(v, OWB));
     } else {
       float t[OWB];
       PSTORE(acc[j], 0, t);
 #pragma unroll
       for (int q = 0; q < OUT_W; ++q) {
 #ifdef HAS_RESIDUAL
-        t[q] += residual[o + q];
+        t[q] += LD(RS, residual, o + q);
 #endif
-        Y[o + q] = epilogue_act(t[q]);
+        ST(YS, Y, o + q, epilogue_act(t[q]));
       }
     }
   }
@@ -360,9 +404,9 @@ __attribute__((always_inline)) inline void dw_segment(const __global float* rest
 #define MID_REST ((TRAIL - LEAD) % CHUNK)
 
 // Rows [oh0, oh_end) of one output plane.
-__attribute__((always_inline)) inline void dw_rows(const __global float* restrict X,
-                                                   const __global float* restrict residual,
-                                                   __global float* restrict Y, const float* w,
+__attribute__((always_inline)) inline void dw_rows(const __global XT* restrict X,
+                                                   const __global RT* restrict residual,
+                                                   __global YT* restrict Y, const float* w,
                                                    float b, int H, int pad_h, int oh0, int oh_end,
                                                    const bool guarded) {
   for (int oh = oh0; oh < oh_end; ++oh) {
@@ -390,11 +434,11 @@ __attribute__((always_inline)) inline void dw_rows(const __global float* restric
 // `chans` consecutive output planes. X is [N][C_in][H][IN_W] (planes = N*C_in), Y
 // [N][C_out][OH][OUT_W]; output channel oc reads input channel oc / mult. Y must not alias X or
 // residual (Conv is never in place).
-__kernel void conv_f32_depthwise(__global const float* restrict X,
-                                 __global const float* restrict Wt,
-                                 __global const float* restrict bias,
-                                 __global const float* restrict residual,
-                                 __global float* restrict Y, int C_in, int H, int mult, int OH,
+__kernel void conv_f32_depthwise(__global const XT* restrict X,
+                                 __global const WT* restrict Wt,
+                                 __global const BT* restrict bias,
+                                 __global const RT* restrict residual,
+                                 __global YT* restrict Y, int C_in, int H, int mult, int OH,
                                  int pad_h, int planes, int rows, int chans) {
   const int oh0 = get_global_id(0) * rows;
   if (oh0 >= OH) return;
@@ -407,15 +451,15 @@ __kernel void conv_f32_depthwise(__global const float* restrict X,
     const int plane = n * C_in + oc / mult;
     float w[KH * KW];
 #pragma unroll
-    for (int i = 0; i < KH * KW; ++i) w[i] = Wt[oc * (KH * KW) + i];
+    for (int i = 0; i < KH * KW; ++i) w[i] = LD(WS, Wt, oc * (KH * KW) + i);
 #ifdef HAS_BIAS
-    const float b = bias[oc];
+    const float b = LD(BS, bias, oc);
 #else
     const float b = 0.0f;
 #endif
-    const __global float* x = X + plane * plane_size;
-    __global float* y = Y + noc * out_plane;
-    const __global float* r = residual + noc * out_plane;
+    const __global XT* x = X + plane * plane_size;
+    __global YT* y = Y + noc * out_plane;
+    const __global RT* r = residual + noc * out_plane;
     // Over-reads stay within PAD_W floats before the plane and OVERREAD after it.
     const long start = plane * plane_size;
     if (start < PAD_W || start + plane_size + OVERREAD > planes * plane_size)

@@ -2,13 +2,21 @@
 // [D*H*W][M_g*KD*KH*KW], comes from the GEMM kernel (kernels/gemm.cl); this gathers every output
 // element from the columns that scatter into it.
 //
-// Build options: -DHAS_BIAS.
+// Build options: -DHAS_BIAS; -DBS=F16 / -DYS=F16: bias / Y stored as half (storage.cl). The
+// columns are float32 scratch.
+#include "storage.cl"
+#ifndef BS
+#define BS F32
+#endif
+#ifndef YS
+#define YS F32
+#endif
 
 // One work-item per output element; global: (OW, OD*OH, N*G*M_g). p holds the geometry (see
 // ops/conv_ops.cpp).
 __kernel void conv_transpose_f32_col2im(__global const float* restrict cols,
-                                        __global const float* restrict bias,
-                                        __global float* restrict Y,
+                                        __global const STORE_TYPE(BS)* restrict bias,
+                                        __global STORE_TYPE(YS)* restrict Y,
                                         __global const int* restrict p) {
   const int D = p[0], H = p[1], W = p[2], OD = p[3], OH = p[4], OW = p[5];
   const int kd_n = p[6], kh_n = p[7], kw_n = p[8], sd = p[9], sh = p[10], sw = p[11];
@@ -22,7 +30,7 @@ __kernel void conv_transpose_f32_col2im(__global const float* restrict cols,
   const __global float* c = cols + (long)ng * D * H * W * Q + (long)oc * kd_n * kh_n * kw_n;
 
 #ifdef HAS_BIAS
-  float acc = bias[(ng % G) * M_g + oc];
+  float acc = LD(BS, bias, (ng % G) * M_g + oc);
 #else
   float acc = 0.0f;
 #endif
@@ -45,5 +53,5 @@ __kernel void conv_transpose_f32_col2im(__global const float* restrict cols,
       }
     }
   }
-  Y[(long)t * OD * OH * OW + (long)odh * OW + ow] = acc;
+  ST(YS, Y, (long)t * OD * OH * OW + (long)odh * OW + ow, acc);
 }

@@ -1,7 +1,9 @@
 // Elementwise unary, binary and ternary operators, generic over element types.
 //
 // Build options pick the types and the operator:
-//   -DTA=float [-DTB=.. -DTC=..] -DTO=float   element types of inputs and output
+//   -DTA=float [-DTB=.. -DTC=..] -DTO=float   element (storage) types of inputs and output; a
+//                                              half operand also gets -DSA=F16 -DCA=float (SB..,
+//                                              SO..): stored as half, computed in float
 //   -DOP_<NAME>                                the operator (see the tables below)
 //   -DOP_ACTIVATION -DACTIVATION=ACT_<KERNEL>  an activation of kernels/activation.cl
 //   -DALPHA=.. -DBETA=..                       operator parameters, as float literals
@@ -17,6 +19,34 @@
 #endif
 
 #include "activation.cl"
+#include "storage.cl"
+
+// Storage (SA.. SO: F16 for half, else F32 = the element type itself) and compute types (CA..
+// CO: float for half storage, else the element type).
+#ifndef SA
+#define SA F32
+#endif
+#ifndef SB
+#define SB F32
+#endif
+#ifndef SC
+#define SC F32
+#endif
+#ifndef SO
+#define SO F32
+#endif
+#ifndef CA
+#define CA TA
+#endif
+#ifndef CB
+#define CB TB
+#endif
+#ifndef CC
+#define CC TC
+#endif
+#ifndef CO
+#define CO TO
+#endif
 
 #ifndef TB
 #define TB TA
@@ -51,7 +81,7 @@ typedef float real;
 #elif defined(OP_NEG)
 #define F(x) (-(x))
 #elif defined(OP_ABS)
-#define F(x) ((x) < (TA)0 ? -(x) : (x))
+#define F(x) ((x) < (CA)0 ? -(x) : (x))
 #elif defined(OP_EXP)
 #define F(x) exp(x)
 #elif defined(OP_LOG)
@@ -59,7 +89,7 @@ typedef float real;
 #elif defined(OP_SQRT)
 #define F(x) sqrt(x)
 #elif defined(OP_RECIPROCAL)
-#define F(x) ((TA)1 / (x))
+#define F(x) ((CA)1 / (x))
 #elif defined(OP_FLOOR)
 #define F(x) floor(x)
 #elif defined(OP_CEIL)
@@ -67,7 +97,7 @@ typedef float real;
 #elif defined(OP_ROUND)
 #define F(x) rint(x)  // round half to even, as ONNX requires
 #elif defined(OP_SIGN)
-#define F(x) ((x) > (TA)0 ? (TA)1 : ((x) < (TA)0 ? (TA)-1 : (TA)0))
+#define F(x) ((x) > (CA)0 ? (CA)1 : ((x) < (CA)0 ? (CA)-1 : (CA)0))
 #elif defined(OP_ERF)
 #define F(x) erf(x)
 #elif defined(OP_NOT)
@@ -99,11 +129,11 @@ typedef float real;
 #elif defined(OP_ISINF)
 #define F(x) (isinf(x) && (((x) > 0 && ALPHA != 0) || ((x) < 0 && BETA != 0)))
 #elif defined(OP_CAST_BOOL)
-#define F(x) ((x) != (TA)0)
+#define F(x) ((x) != (CA)0)
 #elif defined(OP_CAST)
 #define F(x) (x)
 #elif defined(OP_SCALE)
-#define F(x) ((x) * (TA)(ALPHA))
+#define F(x) ((x) * (CA)(ALPHA))
 #endif
 
 // ---- binary: y = G(a, b) ----
@@ -142,7 +172,7 @@ typedef float real;
 #elif defined(OP_XOR)
 #define G(a, b) ((a) != (b))
 #elif defined(OP_PRELU)
-#define G(a, b) ((a) < (TA)0 ? (a) * (b) : (a))
+#define G(a, b) ((a) < (CA)0 ? (a) * (b) : (a))
 #elif defined(OP_MOD_INT)
 // Python-style modulo: the result has the divisor's sign.
 #define G(a, b) ((((a) % (b)) != 0 && (((a) % (b)) < 0) != ((b) < 0)) ? ((a) % (b)) + (b) : ((a) % (b)))
@@ -210,8 +240,8 @@ inline long strided_index(long i, __global const long* meta, int which) {
 __kernel void ew_unary(__global const TA* a, __global TO* y, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[i];
-  y[i] = (TO)(F(x));
+  CA x = LD(SA, a, i);
+  ST(SO, y, i, (CO)(F(x)));
 }
 #endif
 
@@ -223,14 +253,14 @@ __kernel void ew_binary_checked(__global const TA* a, __global const TB* b, __gl
                                 __global const long* meta, long n, __global int* err) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
-  TB z = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
-  if (z == (TB)0) {
+  CA x = LD(SA, a, INDEX(IDX_A, i, 0, INNER_A, COUNT_A));
+  CB z = LD(SB, b, INDEX(IDX_B, i, 1, INNER_B, COUNT_B));
+  if (z == (CB)0) {
     err[0] = 1;
-    y[i] = (TO)0;
+    ST(SO, y, i, (CO)0);
     return;
   }
-  y[i] = (TO)(G(x, z));
+  ST(SO, y, i, (CO)(G(x, z)));
 }
 #endif
 
@@ -238,9 +268,9 @@ __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO*
                         __global const long* meta, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
-  TB z = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
-  y[i] = (TO)(G(x, z));
+  CA x = LD(SA, a, INDEX(IDX_A, i, 0, INNER_A, COUNT_A));
+  CB z = LD(SB, b, INDEX(IDX_B, i, 1, INNER_B, COUNT_B));
+  ST(SO, y, i, (CO)(G(x, z)));
 }
 #endif
 
@@ -249,9 +279,9 @@ __kernel void ew_ternary(__global const TA* a, __global const TB* b, __global co
                          __global TO* y, __global const long* meta, long n) {
   long i = get_global_id(0);
   if (i >= n) return;
-  TA x = a[INDEX(IDX_A, i, 0, INNER_A, COUNT_A)];
-  TB u = b[INDEX(IDX_B, i, 1, INNER_B, COUNT_B)];
-  TC v = c[INDEX(IDX_C, i, 2, INNER_C, COUNT_C)];
-  y[i] = (TO)(H(x, u, v));
+  CA x = LD(SA, a, INDEX(IDX_A, i, 0, INNER_A, COUNT_A));
+  CB u = LD(SB, b, INDEX(IDX_B, i, 1, INNER_B, COUNT_B));
+  CC v = LD(SC, c, INDEX(IDX_C, i, 2, INNER_C, COUNT_C));
+  ST(SO, y, i, (CO)(H(x, u, v)));
 }
 #endif

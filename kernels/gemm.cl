@@ -15,6 +15,28 @@
 //   epilogue.cl's options: the fused activation / residual (laid out like Y)
 
 #include "epilogue.cl"
+#include "storage.cl"
+
+// Storage of each float operand (kernels/storage.cl): A, P packed B, B raw B (packing), C,
+// R residual, Y. Arithmetic is in float.
+#ifndef AS
+#define AS F32
+#endif
+#ifndef PS
+#define PS F32
+#endif
+#ifndef BS
+#define BS F32
+#endif
+#ifndef CS
+#define CS F32
+#endif
+#ifndef RS
+#define RS F32
+#endif
+#ifndef YS
+#define YS F32
+#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -24,11 +46,11 @@
 #define NR (VW * NV)
 
 // Offsets per batch: batch_off[2*b] into A (elements), batch_off[2*b+1] into the packed B.
-__kernel void gemm_f32_packed(__global const float* restrict A, int a_rs, int a_ks,
-                              __global const float* restrict Bp,
+__kernel void gemm_f32_packed(__global const STORE_TYPE(AS)* restrict A, int a_rs, int a_ks,
+                              __global const STORE_TYPE(PS)* restrict Bp,
                               __global const long* restrict batch_off,
-                              __global const float* restrict C, int c_rs, int c_cs,
-                              __global const float* restrict residual, __global float* restrict Y,
+                              __global const STORE_TYPE(CS)* restrict C, int c_rs, int c_cs,
+                              __global const STORE_TYPE(RS)* restrict residual, __global STORE_TYPE(YS)* restrict Y,
                               int M, int N, int K, float alpha, float beta) {
   // Row blocks vary fastest so that consecutive work-items share one B panel in cache; A rows
   // are the smaller stream.
@@ -46,7 +68,7 @@ __kernel void gemm_f32_packed(__global const float* restrict A, int a_rs, int a_
 #endif
 
   // Rows past M repeat the last row: the loads stay in bounds and the stores are skipped.
-  const __global float* a[MR];
+  const __global STORE_TYPE(AS)* a[MR];
 #pragma unroll
   for (int i = 0; i < MR; ++i) a[i] = A + (long)min(m0 + i, M - 1) * a_rs;
 
@@ -60,11 +82,11 @@ __kernel void gemm_f32_packed(__global const float* restrict A, int a_rs, int a_
   for (int k = 0; k < K; ++k, ak += a_ks) {
     vec bv[NV];
 #pragma unroll
-    for (int v = 0; v < NV; ++v) bv[v] = VLOAD(v, Bp);
+    for (int v = 0; v < NV; ++v) bv[v] = LDN(PS, VW, Bp, v);
     Bp += NR;
 #pragma unroll
     for (int i = 0; i < MR; ++i) {
-      const vec av = (vec)a[i][ak];
+      const vec av = (vec)LD(AS, a[i], ak);
 #pragma unroll
       for (int v = 0; v < NV; ++v) acc[i][v] = fma(av, bv[v], acc[i][v]);
     }
@@ -82,12 +104,12 @@ __kernel void gemm_f32_packed(__global const float* restrict A, int a_rs, int a_
       for (int j = 0; j < cols; ++j) {
         float r = row[j];
 #ifdef HAS_C
-        r += beta * C[(long)m * c_rs + (long)(n0 + j) * c_cs];
+        r += beta * LD(CS, C, (long)m * c_rs + (long)(n0 + j) * c_cs);
 #endif
 #ifdef HAS_RESIDUAL
-        r += residual[o + j];
+        r += LD(RS, residual, o + j);
 #endif
-        Y[o + j] = epilogue_act(r);
+        ST(YS, Y, o + j, epilogue_act(r));
       }
     }
   }
@@ -95,11 +117,11 @@ __kernel void gemm_f32_packed(__global const float* restrict A, int a_rs, int a_
 
 // Packs B (any strides) into the panel layout above: Bp[bb][panel][k][j] = B[bb][k][panel*NR+j],
 // zero past N. One work-item per packed element.
-__kernel void gemm_f32_pack_b(__global const float* restrict B, int b_ks, int b_ns, long b_bs,
+__kernel void gemm_f32_pack_b(__global const STORE_TYPE(BS)* restrict B, int b_ks, int b_ns, long b_bs,
                               __global float* restrict Bp, int K, int N, int npad) {
   const int n = get_global_id(0), k = get_global_id(1), bb = get_global_id(2);
   if (n >= npad || k >= K) return;
   const int panel = n / NR, j = n % NR;
-  const float v = n < N ? B[bb * b_bs + (long)k * b_ks + (long)n * b_ns] : 0.0f;
+  const float v = n < N ? LD(BS, B, bb * b_bs + (long)k * b_ks + (long)n * b_ns) : 0.0f;
   Bp[(((long)bb * (npad / NR) + panel) * K + k) * NR + j] = v;
 }

@@ -2,7 +2,8 @@
 // InstanceNormalization, MeanVarianceNormalization) and LRN.
 //
 // Build options:
-//   -DT=float|double -DTA=float|double      element type; statistics type
+//   -DT=float|double|half -DTA=float|double element (pointer) type; statistics type
+//   -DS=F16 -DCT=float                      T is half: stored as half, computed in float
 //   -DUSE_FP64                              T is double
 //   -DINDEX32                               element indices fit in 32 bits (bn_*, lrn)
 // norm_rows only:
@@ -21,6 +22,17 @@
 #define TA T
 #endif
 
+// Storage: T is the pointer type of every float operand (x, y, parameters, residual), all in one
+// storage S (F16: half, see storage.cl); values are computed in CT (float for half, else T).
+// Parameters folded on the host (bn_scale_shift's a and b) come in CT.
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
+#ifndef CT
+#define CT T
+#endif
+
 // 64-bit integer division is several times slower than 32-bit on GPUs.
 #ifdef INDEX32
 typedef uint index_t;
@@ -35,20 +47,20 @@ typedef ulong index_t;
 // The fused epilogue (an activation / residual add the optimizer moved into this node, e.g. the
 // Relu after a BatchNormalization that follows a Concat in DenseNet).
 #ifdef HAS_RESIDUAL
-#define BN_STORE(i, v) y[i] = epilogue_act((v) + residual[i])
+#define BN_STORE(i, v) ST(S, y, i, epilogue_act((v) + LD(S, residual, i)))
 #else
-#define BN_STORE(i, v) y[i] = epilogue_act(v)
+#define BN_STORE(i, v) ST(S, y, i, epilogue_act(v))
 #endif
 
 // Per-channel y = x * a[c] + b[c]: BatchNormalization with a and b folded on the host. The input
 // is viewed as [.., channels, block].
-__kernel void bn_scale_shift(__global const T* x, __global T* y, __global const T* a,
-                             __global const T* b, long n, long block, long channels,
+__kernel void bn_scale_shift(__global const T* x, __global T* y, __global const CT* a,
+                             __global const CT* b, long n, long block, long channels,
                              __global const T* residual) {
   long i = get_global_id(0);
   if (i >= n) return;
   long c = CHANNEL_OF(i, block, channels);
-  BN_STORE(i, x[i] * a[c] + b[c]);
+  BN_STORE(i, LD(S, x, i) * a[c] + b[c]);
 }
 
 // BatchNormalization whose parameters are only known at run time.
@@ -58,7 +70,7 @@ __kernel void bn_generic(__global const T* x, __global const T* scale, __global 
   long i = get_global_id(0);
   if (i >= n) return;
   long c = CHANNEL_OF(i, block, channels);
-  BN_STORE(i, (x[i] - mean[c]) / sqrt(var[c] + (T)eps) * scale[c] + bias[c]);
+  BN_STORE(i, (LD(S, x, i) - LD(S, mean, c)) / sqrt(LD(S, var, c) + (CT)eps) * LD(S, scale, c) + LD(S, bias, c));
 }
 
 // y = x / (bias + alpha / size * sum of x^2 over the channel window) ^ beta, for x viewed as
@@ -71,12 +83,12 @@ __kernel void lrn(__global const T* x, __global T* y, long n, long channels, lon
   __global const T* x0 = x + (i - c * spatial);
   long lo = max(c - (long)((size - 1) / 2), 0L);
   long hi = min(c + (long)(size / 2), channels - 1);
-  T sq = 0;
+  CT sq = 0;
   for (long k = lo; k <= hi; ++k) {
-    T v = x0[k * spatial];
+    CT v = LD(S, x0, k * spatial);
     sq += v * v;
   }
-  y[i] = x[i] / pow((T)bias + (T)alpha / (T)size * sq, (T)beta);
+  ST(S, y, i, LD(S, x, i) / pow((CT)bias + (CT)alpha / (CT)size * sq, (CT)beta));
 }
 
 #ifdef WG
@@ -96,7 +108,7 @@ __kernel void lrn(__global const T* x, __global T* y, long n, long channels, lon
 // mean is large.
 __kernel void norm_rows(__global const T* x, __global T* y, __global const long* p, long n_red,
                         __global const T* scale, __global const T* bias, long scale_n,
-                        long bias_n, __global float* mean_out, __global float* inv_out,
+                        long bias_n, __global T* mean_out, __global T* inv_out,
                         float eps) {
   const long row = get_group_id(0);
   const int lid = (int)get_local_id(0);
@@ -105,12 +117,12 @@ __kernel void norm_rows(__global const T* x, __global T* y, __global const long*
   __global T* yr = y + off;
   __local TA buf[WG];
   TA s = 0;
-  for (long r = lid; r < n_red; r += WG) s += (TA)xr[red_offset(r, p)];
+  for (long r = lid; r < n_red; r += WG) s += (TA)LD(S, xr, red_offset(r, p));
   WG_SUM(buf, s);
   const TA mean = s / (TA)n_red;
   TA q = 0;
   for (long r = lid; r < n_red; r += WG) {
-    TA d = (TA)xr[red_offset(r, p)] - mean;
+    TA d = (TA)LD(S, xr, red_offset(r, p)) - mean;
     q += d * d;
   }
   WG_SUM(buf, q);
@@ -122,22 +134,22 @@ __kernel void norm_rows(__global const T* x, __global T* y, __global const long*
 #endif
 #ifdef STATS_OUT
   if (lid == 0) {
-    if (mean_out) mean_out[row] = (float)mean;
-    if (inv_out) inv_out[row] = (float)inv;
+    if (mean_out) ST(S, mean_out, row, (CT)mean);
+    if (inv_out) ST(S, inv_out, row, (CT)inv);
   }
 #endif
   for (long r = lid; r < n_red; r += WG) {
     long a = red_offset(r, p);
-    TA v = ((TA)xr[a] - mean) * inv;
+    TA v = ((TA)LD(S, xr, a) - mean) * inv;
 #if defined(AFFINE_COL)
-    v *= (TA)scale[r % scale_n];
+    v *= (TA)LD(S, scale, r % scale_n);
 #ifdef HAS_BIAS
-    v += (TA)bias[r % bias_n];
+    v += (TA)LD(S, bias, r % bias_n);
 #endif
 #elif defined(AFFINE_ROW)
-    v = v * (TA)scale[row % scale_n] + (TA)bias[row % bias_n];
+    v = v * (TA)LD(S, scale, row % scale_n) + (TA)LD(S, bias, row % bias_n);
 #endif
-    yr[a] = (T)v;
+    ST(S, yr, a, (CT)v);
   }
 }
 #endif

@@ -15,6 +15,22 @@ typedef double acc_t;
 typedef float acc_t;
 #endif
 
+// X's storage (S, with T the pointer type; half: -DS=F16 -DC=float) and Y's (YS, YT: the same
+// unless given); values are handled in C, float for half (kernels/storage.cl).
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
+#ifndef C
+#define C T
+#endif
+#ifndef YT
+#define YT T
+#endif
+#ifndef YS
+#define YS S
+#endif
+
 // p: in D,H,W | out D,H,W | kernel | strides | dilations | pads begin | pads end (18..20)
 // Window extents, strides and dilations are build options when known (-DWIN_KH=3 ...), so the
 // window loops unroll; otherwise they come from the parameter array.
@@ -30,7 +46,7 @@ typedef float acc_t;
 #define WIN_DW p[14]
 #endif
 
-__kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
+__kernel void pool_generic(__global const T* restrict X, __global YT* restrict Y,
                            __global long* restrict indices, __global const int* restrict p) {
   const int D = p[0], H = p[1], W = p[2], OD = p[3], OH = p[4], OW = p[5];
   const int ow = get_global_id(0), odh = get_global_id(1), nc = get_global_id(2);
@@ -41,7 +57,7 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
   const __global T* x = X + nc * plane;
 
 #if defined(POOL_MAX)
-  T best = T_LOWEST;
+  C best = T_LOWEST;
   long best_at = -1;
 #else
   acc_t sum = 0;
@@ -57,7 +73,7 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
       for (int kw = 0; kw < WIN_KW; ++kw) {
         const int iw = w0 + kw * WIN_DW;
         if (iw < 0 || iw >= W) continue;
-        const T v = x[((long)id * H + ih) * W + iw];
+        const C v = LD(S, x, ((long)id * H + ih) * W + iw);
 #if defined(POOL_MAX)
         if (v > best || best_at < 0) {
           best = v;
@@ -80,12 +96,12 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
 
   const long o = (long)nc * OD * OH * OW + (long)odh * OW + ow;
 #if defined(POOL_MAX)
-  Y[o] = best;
+  ST(YS, Y, o, best);
 #ifdef HAS_INDICES
   indices[o] = best_at < 0 ? 0 : nc * plane + best_at;
 #endif
 #elif defined(POOL_LP)
-  Y[o] = (T)(P_NORM == 1 ? sum : (P_NORM == 2 ? sqrt(sum) : pow(sum, (acc_t)1 / P_NORM)));
+  ST(YS, Y, o, (C)(P_NORM == 1 ? sum : (P_NORM == 2 ? sqrt(sum) : pow(sum, (acc_t)1 / P_NORM))));
 #else
 #ifdef COUNT_PAD
   // The window clipped to the padded input [-pad_begin, size + pad_end).
@@ -102,7 +118,7 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
 #else
   const int count = valid;
 #endif
-  Y[o] = (T)(count > 0 ? sum / (acc_t)count : (acc_t)0);
+  ST(YS, Y, o, (C)(count > 0 ? sum / (acc_t)count : (acc_t)0));
 #endif
 }
 
@@ -110,7 +126,7 @@ __kernel void pool_generic(__global const T* restrict X, __global T* restrict Y,
 // MaxPool with a compile-time window, one output row per work-item (local size 1): on CPU devices
 // a work-item per output pays the runtime's per-item cost ~10x over; a row amortizes it and lets
 // the compiler vectorize along the row.
-__kernel void pool_max_rows(__global const T* restrict X, __global T* restrict Y,
+__kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict Y,
                             __global const int* restrict p) {
   const int D = p[0], H = p[1], W = p[2], OD = p[3], OH = p[4], OW = p[5];
   const int odh = get_global_id(0), nc = get_global_id(1);
@@ -118,10 +134,10 @@ __kernel void pool_max_rows(__global const T* restrict X, __global T* restrict Y
   const int od = odh / OH, oh = odh % OH;
   const int d0 = od * WIN_SD - p[15], h0 = oh * WIN_SH - p[16], pw = p[17];
   const __global T* x = X + (long)nc * D * H * W;
-  __global T* y = Y + ((long)nc * OD * OH + odh) * OW;
+  __global YT* y = Y + ((long)nc * OD * OH + odh) * OW;
   for (int ow = 0; ow < OW; ++ow) {
     const int w0 = ow * WIN_SW - pw;
-    T best = T_LOWEST;
+    C best = T_LOWEST;
     bool any = false;
     for (int kd = 0; kd < WIN_KD; ++kd) {
       const int id = d0 + kd * WIN_DD;
@@ -136,13 +152,13 @@ __kernel void pool_max_rows(__global const T* restrict X, __global T* restrict Y
         for (int kw = 0; kw < WIN_KW; ++kw) {
           const int iw = w0 + kw * WIN_DW;
           const bool ok = okh && iw >= 0 && iw < W;
-          const T v = xr[clamp(iw, 0, W - 1)];
+          const C v = LD(S, xr, clamp(iw, 0, W - 1));
           best = ok && (v > best || !any) ? v : best;
           any |= ok;
         }
       }
     }
-    y[ow] = best;
+    ST(YS, y, ow, best);
   }
 }
 #endif

@@ -23,6 +23,15 @@
 #define TA T
 #endif
 
+// Half storage: -DT=half -DS=F16 -DCT=float (kernels/storage.cl), accumulation in TA=float.
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
+#ifndef CT
+#define CT T
+#endif
+
 #ifdef IS_FLOAT
 #define LOWEST (-INFINITY)
 #define HIGHEST INFINITY
@@ -101,14 +110,14 @@ __kernel void reduce_generic(__global const T* x, __global T* y, __global const 
   __global const T* base = x + kept_offset(o, p);
 #ifdef OP_LOGSUMEXP
   TF m = -INFINITY;
-  for (long r = 0; r < n_red; ++r) m = fmax(m, (TF)base[red_offset(r, p)]);
+  for (long r = 0; r < n_red; ++r) m = fmax(m, (TF)LD(S, base, red_offset(r, p)));
   TF shift = lse_shift(m), s = 0;
-  for (long r = 0; r < n_red; ++r) s += exp((TF)base[red_offset(r, p)] - shift);
-  y[o] = (T)(log(s) + shift);
+  for (long r = 0; r < n_red; ++r) s += exp((TF)LD(S, base, red_offset(r, p)) - shift);
+  ST(S, y, o, (CT)(log(s) + shift));
 #else
   TA a = INIT;
-  for (long r = 0; r < n_red; ++r) a = ACC(a, base[red_offset(r, p)]);
-  y[o] = (T)(FINAL(a, n_red));
+  for (long r = 0; r < n_red; ++r) a = ACC(a, LD(S, base, red_offset(r, p)));
+  ST(S, y, o, (CT)(FINAL(a, n_red)));
 #endif
 }
 
@@ -121,18 +130,18 @@ __kernel void reduce_wg(__global const T* x, __global T* y, __global const long*
 #ifdef OP_LOGSUMEXP
   __local TF buf[WG];
   TF m = -INFINITY;
-  for (long r = lid; r < n_red; r += WG) m = fmax(m, (TF)base[red_offset(r, p)]);
+  for (long r = lid; r < n_red; r += WG) m = fmax(m, (TF)LD(S, base, red_offset(r, p)));
   WG_REDUCE(buf, m, FMAXV);
   TF shift = lse_shift(m), s = 0;
-  for (long r = lid; r < n_red; r += WG) s += exp((TF)base[red_offset(r, p)] - shift);
+  for (long r = lid; r < n_red; r += WG) s += exp((TF)LD(S, base, red_offset(r, p)) - shift);
   WG_REDUCE(buf, s, SUMV);
-  if (lid == 0) y[o] = (T)(log(s) + shift);
+  if (lid == 0) ST(S, y, o, (CT)(log(s) + shift));
 #else
   __local TA buf[WG];
   TA a = INIT;
-  for (long r = lid; r < n_red; r += WG) a = ACC(a, base[red_offset(r, p)]);
+  for (long r = lid; r < n_red; r += WG) a = ACC(a, LD(S, base, red_offset(r, p)));
   WG_REDUCE(buf, a, COMB);
-  if (lid == 0) y[o] = (T)(FINAL(a, n_red));
+  if (lid == 0) ST(S, y, o, (CT)(FINAL(a, n_red)));
 #endif
 }
 #endif  // WG
@@ -156,10 +165,10 @@ __kernel void arg_reduce(__global const T* x, __global long* y, long n_out, long
   if (i >= n_out) return;
   long o = i / inner, in = i - o * inner;
   __global const T* base = x + o * axis_len * inner + in;
-  T best = base[0];
+  CT best = LD(S, base, 0);
   long bi = 0;
   for (long k = 1; k < axis_len; ++k) {
-    T v = base[k * inner];
+    CT v = LD(S, base, k * inner);
     if (BETTER(v, best)) {
       best = v;
       bi = k;

@@ -50,6 +50,11 @@ __kernel void resize_nearest(__global const E* src, __global E* dst, __global co
 #endif
 
 #ifdef T
+// Half storage: -DT=half -DS=F16 (kernels/storage.cl), interpolated in ACC=float.
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
 __kernel void resize_interp(__global const T* src, __global T* dst, __global const long* p,
                             __global const int* tidx, __global const ACC* tw, int ndim, int k,
                             int taps, ACC extrap, long n) {
@@ -81,14 +86,14 @@ __kernel void resize_interp(__global const T* src, __global T* dst, __global con
       rest /= taps;
       int ix = tidx[row[j] + tap];
       if (ix < 0) {
-        dst[i] = (T)extrap;
+        ST(S, dst, i, extrap);
         return;
       }
       w *= tw[row[j] + tap];
       si += ix * stride[j];
     }
-    if (w != (ACC)0) acc += w * (ACC)src[si];
+    if (w != (ACC)0) acc += w * (ACC)LD(S, src, si);
   }
-  dst[i] = (T)acc;
+  ST(S, dst, i, acc);
 }
 #endif

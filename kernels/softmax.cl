@@ -1,12 +1,21 @@
 // Softmax, LogSoftmax and Hardmax along one axis of a tensor viewed as [outer, len, inner].
 //
 // Build options:
-//   -DT=float|double                       element type
+//   -DT=float|double|half                  element (pointer) type; with half also -DS=F16
+//                                          -DCT=float (kernels/storage.cl): computed in float
 //   -DOP_SOFTMAX | -DOP_LOGSOFTMAX | -DOP_HARDMAX
 //   -DWG=n                                 work-group size of softmax_rows_wg
 //   -DUSE_FP64                             T is double
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
+#ifndef CT
+#define CT T
 #endif
 
 // One work-item per (outer, inner) pair: neighbouring work-items read neighbouring elements when
@@ -20,26 +29,26 @@ __kernel void softmax_generic(__global const T* x, __global T* y, long n_out, lo
   __global const T* xr = x + base;
   __global T* yr = y + base;
 #ifdef OP_HARDMAX
-  T best = xr[0];
+  CT best = LD(S, xr, 0);
   long bi = 0;
   for (long k = 1; k < len; ++k) {
-    T v = xr[k * inner];
+    CT v = LD(S, xr, k * inner);
     if (v > best) {
       best = v;
       bi = k;
     }
   }
-  for (long k = 0; k < len; ++k) yr[k * inner] = k == bi ? (T)1 : (T)0;
+  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, k == bi ? (CT)1 : (CT)0);
 #else
-  T m = -INFINITY;
-  for (long k = 0; k < len; ++k) m = fmax(m, xr[k * inner]);
-  T s = 0;
-  for (long k = 0; k < len; ++k) s += exp(xr[k * inner] - m);
+  CT m = -INFINITY;
+  for (long k = 0; k < len; ++k) m = fmax(m, LD(S, xr, k * inner));
+  CT s = 0;
+  for (long k = 0; k < len; ++k) s += exp(LD(S, xr, k * inner) - m);
 #ifdef OP_LOGSOFTMAX
-  T shift = m + log(s);
-  for (long k = 0; k < len; ++k) yr[k * inner] = xr[k * inner] - shift;
+  CT shift = m + log(s);
+  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, LD(S, xr, k * inner) - shift);
 #else
-  for (long k = 0; k < len; ++k) yr[k * inner] = exp(xr[k * inner] - m) / s;
+  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, exp(LD(S, xr, k * inner) - m) / s);
 #endif
 #endif
 }
@@ -56,18 +65,18 @@ __kernel void softmax_rows_wg(__global const T* x, __global T* y, long len) {
   const int lid = (int)get_local_id(0);
   __global const T* xr = x + get_group_id(0) * len;
   __global T* yr = y + get_group_id(0) * len;
-  __local T buf[WG];
-  T m = -INFINITY;
-  for (long k = lid; k < len; k += WG) m = fmax(m, xr[k]);
+  __local CT buf[WG];
+  CT m = -INFINITY;
+  for (long k = lid; k < len; k += WG) m = fmax(m, LD(S, xr, k));
   WG_REDUCE(buf, m, MAXV);
-  T s = 0;
-  for (long k = lid; k < len; k += WG) s += exp(xr[k] - m);
+  CT s = 0;
+  for (long k = lid; k < len; k += WG) s += exp(LD(S, xr, k) - m);
   WG_REDUCE(buf, s, SUMV);
 #ifdef OP_LOGSOFTMAX
-  T shift = m + log(s);
-  for (long k = lid; k < len; k += WG) yr[k] = xr[k] - shift;
+  CT shift = m + log(s);
+  for (long k = lid; k < len; k += WG) ST(S, yr, k, LD(S, xr, k) - shift);
 #else
-  for (long k = lid; k < len; k += WG) yr[k] = exp(xr[k] - m) / s;
+  for (long k = lid; k < len; k += WG) ST(S, yr, k, exp(LD(S, xr, k) - m) / s);
 #endif
 }
 #endif

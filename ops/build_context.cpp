@@ -1,5 +1,7 @@
 #include "ops/build_context.hpp"
 
+#include "runtime/ir/host_math.hpp"
+
 namespace oi {
 
 using ocl_infer::UnsupportedError;
@@ -56,6 +58,32 @@ void BuildContext::require_storage(DType t) const {
     if (has_output(k)) check(node().outputs[k], "output", k);
 }
 
+void BuildContext::require_float_operands() const {
+  auto check = [&](int id, const char* what, int k) {
+    const DType s = sink_.storage_of(id), t = graph().values[id].dtype;
+    const bool f = [](DType d) { return d == DType::Float32 || d == DType::Float16; }(s) &&
+                   (t == DType::Float32 || t == DType::Float16);
+    if (!f)
+      unsupported(std::string(what) + " " + std::to_string(k) + " ('" + graph().values[id].name + "') is " +
+                  ocl_infer::dtype_name(t) + "; these kernels take float32 or float16");
+  };
+  for (int k = 0; k < num_inputs(); ++k)
+    if (has_input(k)) check(node().inputs[k], "input", k);
+  for (int k = 0; k < num_outputs(); ++k)
+    if (has_output(k)) check(node().outputs[k], "output", k);
+}
+
+std::string BuildContext::storage_option(const char* macro, DType storage) {
+  return storage == DType::Float16 ? std::string(" -D") + macro + "=F16 -D" + macro + "_HALF" : std::string();
+}
+
+cl_mem BuildContext::constant_floats(const std::vector<float>& data, DType storage) const {
+  if (storage != DType::Float16) return constant_floats(data);
+  std::vector<uint16_t> h(data.size());
+  for (size_t i = 0; i < data.size(); ++i) h[i] = float_to_half(data[i]);
+  return sink_.constant(h.data(), h.size() * sizeof(uint16_t));
+}
+
 void BuildContext::set_arg(cl_kernel k, cl_uint i, cl_mem m) {
   cl_check(clSetKernelArg(k, i, sizeof(cl_mem), &m), "clSetKernelArg(buffer)");
 }
@@ -89,6 +117,7 @@ const char* cl_type(DType t) {
   switch (t) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
+    case DType::Float16: return "half";  // storage only: kernels/storage.cl converts
     case DType::Int8: return "char";
     case DType::UInt8: return "uchar";
     case DType::Int16: return "short";

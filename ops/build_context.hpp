@@ -92,6 +92,15 @@ class BuildContext : public OpContext {
   // Fails (unsupported, naming the operand) unless every present input and output is stored as
   // `t`: the storage type comes from the plan, and a family's kernels handle the types they do.
   void require_storage(DType t) const;
+  // Fails unless every present input and output is float32 or float16 (in the graph and in
+  // storage): for kernels that compute in float and load/store through kernels/storage.cl.
+  void require_float_operands() const;
+  // " -D<macro>=F16 -D<macro>_HALF" when `storage` is float16, else "" (kernels/storage.cl's F32
+  // default; the _HALF define lets kernels take paths that convert once).
+  static std::string storage_option(const char* macro, DType storage);
+  // Floats computed on the host (packed weights), uploaded in `storage` (float32, or float16
+  // rounded to nearest even).
+  cl_mem constant_floats(const std::vector<float>& data, DType storage) const;
 
   // Plan facts for this step.
   bool input_in_place(int slot) const { return sink_.input_in_place(step_, slot); }

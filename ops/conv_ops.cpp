@@ -11,6 +11,7 @@
 #include "ops/epilogue.hpp"
 #include "ops/gemm_ops.hpp"
 #include "ops/variants.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -120,10 +121,13 @@ Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spat
 
 namespace {
 
-void require_f32(const OpContext& ctx, int i) {
-  if (ctx.in_type(i) != DType::Float32)
-    ctx.unsupported(std::string("only float32 is supported, input ") + std::to_string(i) + " is " +
-                    ocl_infer::dtype_name(ctx.in_type(i)));
+// Float32 and float16 tensors (float16: stored as half, computed in float); all the same type.
+void require_float(const OpContext& ctx, int i) {
+  const DType t = ctx.in_type(i);
+  if (t != DType::Float32 && t != DType::Float16)
+    ctx.unsupported(std::string("only float32 and float16 are supported, input ") + std::to_string(i) + " is " +
+                    ocl_infer::dtype_name(t));
+  if (t != ctx.in_type(0)) ctx.fail("input " + std::to_string(i) + " has another type than input 0");
 }
 
 // ---- Conv ----------------------------------------------------------------------------------
@@ -157,11 +161,11 @@ ConvShape conv_shape(const OpContext& ctx) {
 
 void conv_infer(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
-    if (ctx.has_input(i)) require_f32(ctx, i);
+    if (ctx.has_input(i)) require_float(ctx, i);
   ConvShape s = conv_shape(ctx);
   Shape out{s.N, s.M};
   out.insert(out.end(), s.w.out.begin(), s.w.out.end());
-  ctx.set_out(0, DType::Float32, out);
+  ctx.set_out(0, ctx.in_type(0), out);
 }
 
 std::string window_defines(const std::array<int64_t, 3>& k, const std::array<int64_t, 3>& s,
@@ -229,7 +233,12 @@ ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d) {
   a.y = ctx.out_buf(0);
   a.bias = d.has_bias ? ctx.in_buf(2) : a.x;  // any valid buffer stands in for an absent one
   a.residual = epi.residual >= 0 ? ctx.value(epi.residual).mem : a.x;
-  a.tail = std::string(d.has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi);
+  a.tail = std::string(d.has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi) +
+           BuildContext::storage_option("XS", ctx.input(0).dtype) +
+           BuildContext::storage_option("WS", ctx.input(1).dtype) +
+           (d.has_bias ? BuildContext::storage_option("BS", ctx.input(2).dtype) : "") +
+           (epi.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(epi.residual).dtype) : "") +
+           BuildContext::storage_option("YS", ctx.output(0).dtype);
   return a;
 }
 
@@ -237,11 +246,17 @@ int32_t i32(int64_t v) { return static_cast<int32_t>(v); }
 
 // W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g: as a constant at
 // plan time, or by a kernel before every run when the weights are a model input.
-cl_mem packed_weights(BuildContext& ctx, const ConvDesc& d, int ocb, const std::string& opts) {
+// Constants are packed in the weights' storage type (-DPS=F16 then).
+cl_mem packed_weights(BuildContext& ctx, const ConvDesc& d, int ocb, std::string* opts) {
   const int64_t blocks = (d.M_g + ocb - 1) / ocb, K = d.C_g * d.k3[0] * d.k3[1] * d.k3[2];
-  if (ctx.is_const(1)) return ctx.constant_floats(pack_conv_weights(ctx.in_data(1), d.s.G, d.M_g, K, ocb));
+  if (ctx.is_const(1)) {
+    const DType st = ctx.input(1).dtype;
+    *opts += BuildContext::storage_option("PS", st);
+    return ctx.constant_floats(
+        pack_conv_weights(convert_elements(ctx.in_data(1), DType::Float32), d.s.G, d.M_g, K, ocb), st);
+  }
   cl_mem wp = ctx.scratch(DType::Float32, {d.s.G * blocks * K * ocb}).mem;
-  ctx.launch("conv", "conv_f32_pack_weights", opts,
+  ctx.launch("conv", "conv_f32_pack_weights", *opts,
              {static_cast<size_t>(d.s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(1), wp,
              i32(d.M_g), i32(K), i32(blocks));
   return wp;
@@ -306,9 +321,9 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const ConvArgs a = conv_args(ctx, d);
   const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
   const int64_t P = product(d.s.w.in), blocks = (d.M_g + ocb - 1) / ocb, pix = static_cast<int64_t>(pxb) * pxv;
-  const std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPOINTWISE -DPXB=" + std::to_string(pxb) +
-                           " -DPXV=" + std::to_string(pxv) + window_defines(d.k3, d.st3, d.d3) + a.tail;
-  cl_mem wp = packed_weights(ctx, d, ocb, opts);
+  std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPOINTWISE -DPXB=" + std::to_string(pxb) +
+                     " -DPXV=" + std::to_string(pxv) + window_defines(d.k3, d.st3, d.d3) + a.tail;
+  cl_mem wp = packed_weights(ctx, d, ocb, &opts);
   ctx.launch("conv", "conv_f32_pointwise", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((P + pix - 1) / pix), static_cast<size_t>(d.s.N * d.s.G)},
              {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks));
@@ -341,9 +356,9 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const int64_t blocks = (d.M_g + ocb - 1) / ocb;
   const auto in3 = d.pointwise ? packed_out3(d) : d.in3;
   const auto out3 = packed_out3(d);
-  const std::string opts =
+  std::string opts =
       "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + window_defines(d.k3, d.st3, d.d3) + a.tail;
-  cl_mem wp = packed_weights(ctx, d, ocb, opts);
+  cl_mem wp = packed_weights(ctx, d, ocb, &opts);
   ctx.launch("conv", "conv_f32_packed", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
               static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1])},
@@ -371,7 +386,7 @@ const KernelFamily<ConvDesc>& conv_family() {
 
 void conv_build(BuildContext& ctx) {
   const ConvDesc d = conv_desc(ctx);
-  ctx.require_storage(DType::Float32);
+  ctx.require_float_operands();
   if (product(d.s.w.out) * std::max(d.s.C, d.s.M) > INT_MAX || product(d.s.w.in) * d.s.C > INT_MAX)
     ctx.unsupported("feature maps beyond 2^31 elements per image are not supported");
   // Window extents and strides are compiled into the kernels (unrolled loops, register arrays):
@@ -489,16 +504,16 @@ ConvTransposeShape conv_transpose_shape(const OpContext& ctx) {
 
 void conv_transpose_infer(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
-    if (ctx.has_input(i)) require_f32(ctx, i);
+    if (ctx.has_input(i)) require_float(ctx, i);
   ConvTransposeShape s = conv_transpose_shape(ctx);
   Shape out{s.N, s.M_g * s.G};
   out.insert(out.end(), s.w.out.begin(), s.w.out.end());
-  ctx.set_out(0, DType::Float32, out);
+  ctx.set_out(0, ctx.in_type(0), out);
 }
 
 void conv_transpose_build(BuildContext& ctx) {
   const ConvTransposeShape s = conv_transpose_shape(ctx);
-  ctx.require_storage(DType::Float32);
+  ctx.require_float_operands();
   const Window& w = s.w;
   const int64_t C_g = s.C / s.G, P = product(w.in), Q = s.M_g * product(w.k);
   if (s.N * s.G * P * Q > INT_MAX || s.N * s.M_g * s.G * product(w.out) > INT_MAX)
@@ -524,6 +539,7 @@ void conv_transpose_build(BuildContext& ctx) {
   d.b_ns = 1;
   d.b_bs = C_g * Q;
   d.b_count = s.G;
+  d.a_storage = ctx.input(0).dtype;
   launch_gemm(ctx, ctx.in_buf(0), cols, d);
 
   auto in3 = to3(w.in, 1), out3 = to3(w.out, 1), k3 = to3(w.k, 1), st3 = to3(w.s, 1),
@@ -535,7 +551,10 @@ void conv_transpose_build(BuildContext& ctx) {
   p.push_back(static_cast<int32_t>(s.G));
   const bool has_bias = ctx.has_input(2);
   cl_mem y = ctx.out_buf(0);
-  ctx.launch("conv_transpose", "conv_transpose_f32_col2im", has_bias ? "-DHAS_BIAS" : "",
+  const std::string opts = std::string(has_bias ? "-DHAS_BIAS" : "") +
+                           (has_bias ? BuildContext::storage_option("BS", ctx.input(2).dtype) : "") +
+                           BuildContext::storage_option("YS", ctx.output(0).dtype);
+  ctx.launch("conv_transpose", "conv_transpose_f32_col2im", opts,
              {static_cast<size_t>(out3[2]), static_cast<size_t>(out3[0] * out3[1]),
               static_cast<size_t>(s.N * s.G * s.M_g)},
              {}, cols, has_bias ? ctx.in_buf(2) : cols, y, ctx.params(p.data(), p.size() * sizeof(int32_t)));
@@ -579,11 +598,13 @@ const ChannelAffine kConvTransposeAffine{conv_transpose_affine_channels, conv_tr
 std::vector<VariantInfo> conv_variant_info() { return family_info(conv_family()); }
 
 void add_conv_ops(std::vector<OpDef>& t) {
-  t.push_back(OpDef("Conv", 1, conv_infer).build(conv_build).epilogue().flops(conv_flops).affine(&kConvAffine));
+  t.push_back(
+      OpDef("Conv", 1, conv_infer).build(conv_build).epilogue().flops(conv_flops).affine(&kConvAffine).any_storage());
   t.push_back(OpDef("ConvTranspose", 1, conv_transpose_infer)
                   .build(conv_transpose_build)
                   .flops(conv_transpose_flops)
-                  .affine(&kConvTransposeAffine));
+                  .affine(&kConvTransposeAffine)
+                  .any_storage());
 }
 
 }  // namespace oi

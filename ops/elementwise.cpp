@@ -29,6 +29,8 @@ std::string type_defines(const std::vector<std::pair<std::string, DType>>& names
   bool fp64 = false;
   for (auto& [n, t] : names) {
     s += " -D" + n + "=" + cl_type(t);
+    // Half storage: loaded and stored through kernels/storage.cl, computed in float.
+    if (t == DType::Float16) s += " -DS" + n.substr(1) + "=F16 -DC" + n.substr(1) + "=float";
     fp64 |= t == DType::Float64;
   }
   if (fp64) s += " -DUSE_FP64";
@@ -523,9 +525,7 @@ void cast_host(OpContext& ctx) {
 }
 
 void cast_build(BuildContext& ctx) {
-  DType from = ctx.in_type(0), to = ctx.out_value(0).dtype;
-  if (from == DType::Float16 || to == DType::Float16)
-    ctx.unsupported("float16 casts on the device are not supported yet");
+  const DType to = ctx.out_value(0).dtype;
   launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.input(0)}, ctx.output(0));
 }
 
@@ -536,18 +536,18 @@ double per_output(const OpContext& ctx) { return static_cast<double>(numel(ctx.o
 
 void add_elementwise_ops(std::vector<OpDef>& t) {
   for (auto& u : kUnary)
-    t.push_back(OpDef(u.onnx, 1, unary_infer).host(u.host ? unary_host : nullptr).build(unary_build).inplace().flops(per_output));
+    t.push_back(OpDef(u.onnx, 1, unary_infer).host(u.host ? unary_host : nullptr).build(unary_build).inplace().flops(per_output).any_storage());
   for (auto& b : kBinary)
-    t.push_back(OpDef(b.onnx, 1, binary_infer).host(binary_host).build(binary_build).inplace().flops(per_output));
-  t.push_back(OpDef("Mod", 10, mod_infer).build(mod_build).flops(per_output));
-  t.push_back(OpDef("BitShift", 11, bitshift_infer).build(bitshift_build).flops(per_output));
+    t.push_back(OpDef(b.onnx, 1, binary_infer).host(binary_host).build(binary_build).inplace().flops(per_output).any_storage());
+  t.push_back(OpDef("Mod", 10, mod_infer).build(mod_build).flops(per_output).any_storage());
+  t.push_back(OpDef("BitShift", 11, bitshift_infer).build(bitshift_build).flops(per_output).any_storage());
   for (const char* v : {"Sum", "Mean", "Min", "Max"})
-    t.push_back(OpDef(v, 1, variadic_infer).host(variadic_host).build(variadic_build).flops(per_output));
-  t.push_back(OpDef("Where", 9, where_infer).host(where_host).build(where_build).flops(per_output));
+    t.push_back(OpDef(v, 1, variadic_infer).host(variadic_host).build(variadic_build).flops(per_output).any_storage());
+  t.push_back(OpDef("Where", 9, where_infer).host(where_host).build(where_build).flops(per_output).any_storage());
   // Clip is an activation with constant bounds, but also takes run-time bounds and integers.
-  t.push_back(OpDef("Clip", 1, clip_infer).build(clip_build).flops(per_output));
-  t.push_back(OpDef("Cast", 1, cast_infer).host(cast_host).build(cast_build));
-  t.push_back(OpDef("CastLike", 15, cast_infer).host(cast_host).build(cast_build));
+  t.push_back(OpDef("Clip", 1, clip_infer).build(clip_build).flops(per_output).any_storage());
+  t.push_back(OpDef("Cast", 1, cast_infer).host(cast_host).build(cast_build).any_storage());
+  t.push_back(OpDef("CastLike", 15, cast_infer).host(cast_host).build(cast_build).any_storage());
   // Every other row of the activation table is a plain unary op.
   for (const ActivationDef* a = activations(); a->name; ++a) {
     if (!a->onnx_op) continue;
@@ -557,7 +557,7 @@ void add_elementwise_ops(std::vector<OpDef>& t) {
                       .host(activation_host)
                       .build(activation_build)
                       .inplace()
-                      .flops(per_output));
+                      .flops(per_output).any_storage());
   }
 }
 

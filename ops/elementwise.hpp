@@ -24,7 +24,9 @@ void launch_activation(BuildContext& ctx, const ActivationDef& act, double alpha
 // A float literal for build options: "0.100000001f", "INFINITY", "(-INFINITY)", "NAN".
 std::string float_literal(double v);
 
-// Build options that name the OpenCL types: "-DTA=float -DTO=long [-DUSE_FP64]".
+// Build options that name the OpenCL types: "-DTA=float -DTO=long [-DUSE_FP64]"; a float16
+// operand TX also gets "-DSX=F16 -DCX=float" (kernels/storage.cl: stored as half, computed in
+// float).
 std::string type_defines(const std::vector<std::pair<std::string, DType>>& names);
 
 // Rounds n up to a multiple of `to`.

@@ -68,13 +68,20 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   const int mr = v.at("mr"), nr = v.at("vw") * v.at("nv");
   const int64_t npad = static_cast<int64_t>(round_up(static_cast<size_t>(d.N), nr));
   require_int32(ctx, {d.M, d.N, d.K, npad * d.K, d.a_rs, d.a_ks, d.c_rs, d.c_cs});
-  const std::string opts = "-DMR=" + std::to_string(mr) + " -DVW=" + std::to_string(v.at("vw")) +
-                           " -DNV=" + std::to_string(v.at("nv"));
+  std::string opts = "-DMR=" + std::to_string(mr) + " -DVW=" + std::to_string(v.at("vw")) +
+                     " -DNV=" + std::to_string(v.at("nv")) + BuildContext::storage_option("AS", d.a_storage) +
+                     BuildContext::storage_option("BS", ctx.input(d.b_input).dtype) +
+                     BuildContext::storage_option("CS", d.c_storage) + BuildContext::storage_option("YS", d.y_storage) +
+                     (d.epilogue.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(d.epilogue.residual).dtype)
+                                               : "");
 
   // B packed: a constant is packed once here; anything else by a kernel before every product.
   cl_mem bp;
+  std::string packed_opts;  // constants are packed in B's storage type
   if (ctx.is_const(d.b_input)) {
-    bp = ctx.constant_floats(pack_b_host(ctx.in_data(d.b_input), d, nr, npad));
+    const DType st = ctx.input(d.b_input).dtype;
+    packed_opts = BuildContext::storage_option("PS", st);
+    bp = ctx.constant_floats(pack_b_host(convert_elements(ctx.in_data(d.b_input), DType::Float32), d, nr, npad), st);
   } else {
     bp = ctx.scratch(DType::Float32, {d.b_count * npad * d.K}).mem;
     ctx.launch("gemm", "gemm_f32_pack_b", opts,
@@ -90,7 +97,7 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
     off[2 * b + 1] = (d.b_index.empty() ? 0 : d.b_index[b]) * npad * d.K;
   }
   cl_mem offs = ctx.params(off.data(), off.size() * sizeof(int64_t));
-  std::string run_opts = opts + epilogue_defines(d.epilogue);
+  std::string run_opts = opts + packed_opts + epilogue_defines(d.epilogue);
   cl_mem c = d.c ? d.c : p.y;  // any valid buffer stands in for an absent operand
   cl_mem residual = d.epilogue.residual >= 0 ? ctx.value(d.epilogue.residual).mem : p.y;
   if (d.c && d.beta != 0.0f) run_opts += " -DHAS_C";
@@ -123,10 +130,13 @@ void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
 
 namespace {
 
-void require_f32(const OpContext& ctx, int i) {
-  if (ctx.in_type(i) != DType::Float32)
-    ctx.unsupported(std::string("only float32 inputs are supported, input ") + std::to_string(i) +
-                    " is " + ocl_infer::dtype_name(ctx.in_type(i)));
+// Float32 and float16 tensors (float16: stored as half, computed in float); all the same type.
+void require_float(const OpContext& ctx, int i) {
+  const DType t = ctx.in_type(i);
+  if (t != DType::Float32 && t != DType::Float16)
+    ctx.unsupported(std::string("only float32 and float16 inputs are supported, input ") + std::to_string(i) +
+                    " is " + ocl_infer::dtype_name(t));
+  if (t != ctx.in_type(0)) ctx.fail("input " + std::to_string(i) + " has another type than input 0");
 }
 
 // ---- Gemm ----------------------------------------------------------------------------------
@@ -164,13 +174,13 @@ GemmShape gemm_shape(const OpContext& ctx) {
 
 void gemm_infer(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
-    if (ctx.has_input(i)) require_f32(ctx, i);
+    if (ctx.has_input(i)) require_float(ctx, i);
   GemmShape s = gemm_shape(ctx);
-  ctx.set_out(0, DType::Float32, {s.M, s.N});
+  ctx.set_out(0, ctx.in_type(0), {s.M, s.N});
 }
 
 void gemm_build(BuildContext& ctx) {
-  ctx.require_storage(DType::Float32);
+  ctx.require_float_operands();
   const Node& n = ctx.node();
   GemmShape s = gemm_shape(ctx);
   const bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
@@ -188,9 +198,12 @@ void gemm_build(BuildContext& ctx) {
   d.epilogue = n.epilogue;
   if (ctx.has_input(2) && numel(ctx.in_shape(2)) > 0) {
     d.c = ctx.in_buf(2);
+    d.c_storage = ctx.input(2).dtype;
     d.c_rs = s.c_rs;
     d.c_cs = s.c_cs;
   }
+  d.a_storage = ctx.input(0).dtype;
+  d.y_storage = ctx.output(0).dtype;
   launch_gemm(ctx, ctx.in_buf(0), ctx.out_buf(0), d);
 }
 
@@ -222,14 +235,14 @@ MatmulShape matmul_shape(const OpContext& ctx) {
 }
 
 void matmul_infer(OpContext& ctx) {
-  require_f32(ctx, 0);
-  require_f32(ctx, 1);
+  require_float(ctx, 0);
+  require_float(ctx, 1);
   MatmulShape s = matmul_shape(ctx);
-  ctx.set_out(0, DType::Float32, s.out);
+  ctx.set_out(0, ctx.in_type(0), s.out);
 }
 
 void matmul_build(BuildContext& ctx) {
-  ctx.require_storage(DType::Float32);
+  ctx.require_float_operands();
   const Node& n = ctx.node();
   MatmulShape s = matmul_shape(ctx);
   GemmDesc d;
@@ -255,6 +268,8 @@ void matmul_build(BuildContext& ctx) {
       d.b_index[i] = broadcast_index(s.batch, s.b_batch, i);
     }
   }
+  d.a_storage = ctx.input(0).dtype;
+  d.y_storage = ctx.output(0).dtype;
   launch_gemm(ctx, ctx.in_buf(0), ctx.out_buf(0), d);
 }
 
@@ -303,8 +318,9 @@ const ChannelAffine kGemmAffine{gemm_affine_channels, gemm_scale_weights, 1, 2, 
 }  // namespace
 
 void add_gemm_ops(std::vector<OpDef>& t) {
-  t.push_back(OpDef("Gemm", 1, gemm_infer).build(gemm_build).epilogue().flops(gemm_flops).affine(&kGemmAffine));
-  t.push_back(OpDef("MatMul", 1, matmul_infer).build(matmul_build).epilogue().flops(matmul_flops));
+  t.push_back(
+      OpDef("Gemm", 1, gemm_infer).build(gemm_build).epilogue().flops(gemm_flops).affine(&kGemmAffine).any_storage());
+  t.push_back(OpDef("MatMul", 1, matmul_infer).build(matmul_build).epilogue().flops(matmul_flops).any_storage());
 }
 
 }  // namespace oi

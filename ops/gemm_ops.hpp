@@ -30,6 +30,8 @@ struct GemmDesc {
   int64_t c_rs = 0, c_cs = 0;
   // Fused epilogue: y = act(... + residual), the residual laid out like y.
   Epilogue epilogue;
+  // Storage types of A, C and Y (float32 or float16); B's and the residual's come from the graph.
+  DType a_storage = DType::Float32, c_storage = DType::Float32, y_storage = DType::Float32;
 };
 
 // Appends the launches of the gemm family's chosen variant (a B-packing pass when B is not

@@ -22,13 +22,19 @@ void check_float(OpContext& ctx, int i) {
              dtype_name(ctx.in_type(i)));
 }
 
-// "-DT=float -DTA=float" or the double versions; float16 is not handled on the device yet.
-std::string float_type_defines(OpContext& ctx, DType t) {
+// "-DT=float -DTA=float", the double versions, or for float16 storage "-DT=half -DTA=float
+// -DS=F16 -DCT=float" (kernels/storage.cl). `t` is the storage type, the same for every float
+// operand of the node (OpTraits::shared_float_storage).
+std::string float_type_defines(const OpContext& ctx, DType t) {
+  if (t == DType::Float16) return "-DT=half -DTA=float -DS=F16 -DCT=float";
   if (t != DType::Float32 && t != DType::Float64)
     ctx.unsupported(std::string(dtype_name(t)) + " tensors are not supported on the device yet");
   std::string ct = cl_type(t);
   return "-DT=" + ct + " -DTA=" + ct + (t == DType::Float64 ? " -DUSE_FP64" : "");
 }
+
+// The type host-folded parameters are computed and uploaded in: float for float16 storage.
+DType compute_type(DType storage) { return storage == DType::Float16 ? DType::Float32 : storage; }
 
 // " -DINDEX32" when flat indices below n fit in 32 bits.
 std::string index_defines(int64_t n) {
@@ -83,7 +89,7 @@ void bn_infer(OpContext& ctx) {
 }
 
 void bn_build(BuildContext& ctx) {
-  const DType t = ctx.in_type(0);
+  const DType t = ctx.input(0).dtype;
   const BnGeom g = bn_geom(ctx);
   const int64_t n = numel(ctx.in_shape(0));
   const double eps = ctx.node().attr_float("epsilon", 1e-5f);
@@ -94,7 +100,7 @@ void bn_build(BuildContext& ctx) {
   const std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (ctx.is_const(1) && ctx.is_const(2) && ctx.is_const(3) && ctx.is_const(4)) {
     // Fold everything into y = x * a + b, in double so that folding adds no rounding of its own.
-    Tensor a(t, {g.channels}), b(t, {g.channels});
+    Tensor a(compute_type(t), {g.channels}), b(compute_type(t), {g.channels});
     for (int64_t c = 0; c < g.channels; ++c) {
       double sc = host_get_f(ctx.in_data(1), c), bias = host_get_f(ctx.in_data(2), c);
       double mean = host_get_f(ctx.in_data(3), c), var = host_get_f(ctx.in_data(4), c);
@@ -109,7 +115,7 @@ void bn_build(BuildContext& ctx) {
     return;
   }
   for (int k = 1; k < 5; ++k)
-    if (ctx.in_type(k) != t)
+    if (ctx.input(k).dtype != t)
       ctx.unsupported("run-time parameters of another type than X are not supported");
   ctx.launch("norm", "bn_generic", opts, global, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.in_buf(2), ctx.in_buf(3), ctx.in_buf(4), ctx.out_buf(0), n, g.block, g.channels,
@@ -126,7 +132,7 @@ struct RowNorm {
 
 // One work-group per row (see norm_rows in kernels/norm.cl).
 void launch_norm_rows(BuildContext& ctx, const RowNorm& rn) {
-  const DType t = ctx.in_type(0);
+  const DType t = ctx.input(0).dtype;
   const ReduceGeometry g = reduce_geometry(ctx.in_shape(0), rn.reduced);
   const std::string base = float_type_defines(ctx, t) + g.defines() + rn.defines;
   if (g.n_out == 0 || g.n_red == 0) return;
@@ -272,7 +278,7 @@ void lrn_build(BuildContext& ctx) {
   const Shape& xs = ctx.in_shape(0);
   const int64_t total = numel(xs);
   const size_t local = ctx.caps().linear_local();
-  ctx.launch("norm", "lrn", float_type_defines(ctx, ctx.in_type(0)) + index_defines(total),
+  ctx.launch("norm", "lrn", float_type_defines(ctx, ctx.input(0).dtype) + index_defines(total),
              {round_up(static_cast<size_t>(total), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
              total, xs[1], product(xs, 2, xs.size()), static_cast<int32_t>(n.attr_int("size", 1)),
              n.attr_float("alpha", 1e-4f), n.attr_float("beta", 0.75f), n.attr_float("bias", 1.0f));
@@ -307,7 +313,7 @@ void softmax_build(BuildContext& ctx) {
   const std::string macro = op == "Softmax"      ? "SOFTMAX"
                             : op == "LogSoftmax" ? "LOGSOFTMAX"
                                                  : "HARDMAX";
-  const std::string opts = float_type_defines(ctx, ctx.in_type(0)) + " -DOP_" + macro;
+  const std::string opts = float_type_defines(ctx, ctx.input(0).dtype) + " -DOP_" + macro;
   const int64_t n_out = g.outer * g.inner;
   if (n_out == 0 || g.len == 0) return;
   if (g.inner == 1 && g.len >= 32 && macro != "HARDMAX") {
@@ -338,17 +344,17 @@ void add_norm_ops(std::vector<OpDef>& t) {
   // (training_mode), 15 (separate types for the statistics). A standalone BatchNormalization (no
   // foldable producer) takes the activation after it.
   for (int v : {6, 7, 9, 14, 15})
-    t.push_back(OpDef("BatchNormalization", v, bn_infer).build(bn_build).inplace().epilogue().flops(two_per_output));
+    t.push_back(OpDef("BatchNormalization", v, bn_infer).build(bn_build).inplace().epilogue().flops(two_per_output).shared_storage().any_storage());
   for (int v : {1, 6})
-    t.push_back(OpDef("InstanceNormalization", v, instnorm_infer).build(instnorm_build).inplace().flops(two_per_output));
-  t.push_back(OpDef("LayerNormalization", 17, ln_infer).build(ln_build).flops(two_per_output));
+    t.push_back(OpDef("InstanceNormalization", v, instnorm_infer).build(instnorm_build).inplace().flops(two_per_output).shared_storage().any_storage());
+  t.push_back(OpDef("LayerNormalization", 17, ln_infer).build(ln_build).flops(two_per_output).shared_storage().any_storage());
   for (int v : {9, 13})
-    t.push_back(OpDef("MeanVarianceNormalization", v, mvn_infer).build(mvn_build).inplace().flops(one_per_output));
-  for (int v : {1, 13}) t.push_back(OpDef("LRN", v, lrn_infer).build(lrn_build).flops(one_per_output));
+    t.push_back(OpDef("MeanVarianceNormalization", v, mvn_infer).build(mvn_build).inplace().flops(one_per_output).shared_storage().any_storage());
+  for (int v : {1, 13}) t.push_back(OpDef("LRN", v, lrn_infer).build(lrn_build).flops(one_per_output).shared_storage().any_storage());
   for (int v : {1, 11, 13}) {
-    t.push_back(OpDef("Softmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output));
-    t.push_back(OpDef("LogSoftmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output));
-    t.push_back(OpDef("Hardmax", v, softmax_infer).build(softmax_build).inplace().flops(one_per_output));
+    t.push_back(OpDef("Softmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output).shared_storage().any_storage());
+    t.push_back(OpDef("LogSoftmax", v, softmax_infer).build(softmax_build).inplace().flops(three_per_output).shared_storage().any_storage());
+    t.push_back(OpDef("Hardmax", v, softmax_infer).build(softmax_build).inplace().flops(one_per_output).shared_storage().any_storage());
   }
 }
 

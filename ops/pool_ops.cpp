@@ -30,7 +30,7 @@ void check_input(const OpContext& ctx, Kind kind) {
     ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + shape_to_string(x));
   if (x.size() > 5) ctx.unsupported("pooling over more than 3 spatial dims is not supported");
   const DType t = ctx.in_type(0);
-  const bool ok = t == DType::Float32 || t == DType::Float64 ||
+  const bool ok = t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
                   (kind == Kind::Max && (t == DType::Int8 || t == DType::UInt8));
   if (!ok)
     ctx.unsupported(std::string("inputs of type ") + ocl_infer::dtype_name(t) +
@@ -144,8 +144,14 @@ void pool_build(BuildContext& ctx) {
   d.w = pool_window(ctx);
   d.t = ctx.input(0).dtype;
   d.indices = ctx.has_output(1);
-  if (ctx.output(0).dtype != d.t) ctx.unsupported("input and output storage types differ");
   d.opts = type_defines({{"T", d.t}});
+  // The output's storage when it differs from the input's (a float16 value pooled into a float32
+  // graph output, or the reverse); the kernel converts in registers.
+  const DType yt = ctx.output(0).dtype;
+  if (yt != d.t) {
+    if (!is_float(yt) || !is_float(d.t)) ctx.unsupported("input and output storage types differ");
+    d.opts += std::string(" -DYT=") + cl_type(yt) + (yt == DType::Float16 ? " -DYS=F16" : " -DYS=F32");
+  }
   switch (d.kind) {
     case Kind::Max:
       d.opts += std::string(" -DPOOL_MAX -DT_LOWEST=") + lowest(d.t);
@@ -196,7 +202,7 @@ std::vector<VariantInfo> pool_variant_info() { return family_info(pool_family())
 void add_pool_ops(std::vector<OpDef>& t) {
   for (const char* op :
        {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"})
-    t.push_back(OpDef(op, 1, pool_infer).build(pool_build).flops(pool_flops));
+    t.push_back(OpDef(op, 1, pool_infer).build(pool_build).flops(pool_flops).any_storage());
 }
 
 }  // namespace oi

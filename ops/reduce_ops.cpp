@@ -300,8 +300,7 @@ std::string int_limits(DType t) {
 
 // Element and accumulator types: floats accumulate in their own type, integers in 64 bits.
 std::string reduce_type_defines(OpContext& ctx, DType t) {
-  if (t == DType::Float16)
-    ctx.unsupported("float16 reductions on the device are not supported yet");
+  if (t == DType::Float16) return " -DT=half -DTA=float -DIS_FLOAT -DS=F16 -DCT=float";
   std::string s = std::string(" -DT=") + cl_type(t);
   if (is_float(t))
     s += std::string(" -DTA=") + cl_type(t) + " -DIS_FLOAT";
@@ -324,7 +323,7 @@ void reduce_build(BuildContext& ctx) {
     launch_elementwise(ctx, "CAST", {ctx.input(0)}, ctx.output(0));
     return;
   }
-  const DType t = ctx.in_type(0);
+  const DType t = ctx.input(0).dtype;
   const ReduceGeometry g = reduce_geometry(ctx.in_shape(0), ax.reduced);
   const std::string opts = std::string("-DOP_") + find_reduce(n.op_type).macro +
                            reduce_type_defines(ctx, t) + g.defines();
@@ -403,9 +402,8 @@ void arg_host(OpContext& ctx) {
 
 void arg_build(BuildContext& ctx) {
   const ArgSpec a = arg_spec(ctx);
-  const DType t = ctx.in_type(0);
-  if (t == DType::Float16) ctx.unsupported("float16 inputs on the device are not supported yet");
-  std::string opts = std::string("-DT=") + cl_type(t) +
+  const DType t = ctx.input(0).dtype;
+  std::string opts = std::string("-DT=") + cl_type(t) + (t == DType::Float16 ? " -DS=F16 -DCT=float" : "") +
                      (ctx.node().op_type == "ArgMax" ? " -DARG_MAX" : " -DARG_MIN");
   if (a.last) opts += " -DSELECT_LAST";
   if (t == DType::Float64) opts += " -DUSE_FP64";
@@ -422,18 +420,18 @@ double per_input_element(const OpContext& ctx) { return static_cast<double>(nume
 
 void add_reduce_ops(std::vector<OpDef>& t) {
   for (const ReduceOp& r : kReduce) {
-    t.push_back(OpDef(r.onnx, 1, reduce_infer).host(reduce_host).build(reduce_build).flops(per_input_element));
+    t.push_back(OpDef(r.onnx, 1, reduce_infer).host(reduce_host).build(reduce_build).flops(per_input_element).shared_storage().any_storage());
     // From this opset the axes come as input 1, needed at plan time.
     t.push_back(OpDef(r.onnx, r.axes_input_since, reduce_infer)
                     .host(reduce_host)
                     .build(reduce_build)
                     .value_inputs({1})
-                    .flops(per_input_element));
+                    .flops(per_input_element).shared_storage().any_storage());
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
-    t.push_back(OpDef(op, 1, arg_infer).host(arg_host).build(arg_build).flops(per_input_element));
+    t.push_back(OpDef(op, 1, arg_infer).host(arg_host).build(arg_build).flops(per_input_element).shared_storage().any_storage());
     // Opset 12 adds select_last_index.
-    t.push_back(OpDef(op, 12, arg_infer).host(arg_host).build(arg_build).flops(per_input_element));
+    t.push_back(OpDef(op, 12, arg_infer).host(arg_host).build(arg_build).flops(per_input_element).shared_storage().any_storage());
   }
 }
 

@@ -123,7 +123,7 @@ ResizeSpec resize_spec(OpContext& ctx) {
 void resize_infer(OpContext& ctx) {
   ResizeSpec s = resize_spec(ctx);
   DType t = ctx.in_type(0);
-  if (s.mode != "nearest" && t != DType::Float32 && t != DType::Float64)
+  if (s.mode != "nearest" && t != DType::Float32 && t != DType::Float64 && t != DType::Float16)
     ctx.unsupported(std::string(s.mode) + " resize of " + ocl_infer::dtype_name(t) +
                     " tensors is not supported (float32 and float64 are)");
   // The per-dim index tables are int32 and built on the host, one entry per output coordinate.
@@ -269,7 +269,8 @@ void resize_build(BuildContext& ctx) {
   if (s.mode == "nearest") {
     Tensor extrap(t, {});
     host_set_f(extrap, 0, s.extrapolation);
-    ctx.launch("resize", "resize_nearest", word_option(ctx, t) + idx, global, {local},
+    extrap = convert_elements(extrap, ctx.input(0).dtype);  // in the storage type
+    ctx.launch("resize", "resize_nearest", word_option(ctx, ctx.input(0).dtype) + idx, global, {local},
                ctx.in_buf(0), ctx.out_buf(0), pm, im,
                ctx.params(extrap.bytes.data(), extrap.bytes.size()), static_cast<int32_t>(ndim),
                static_cast<int32_t>(k), n);
@@ -277,8 +278,10 @@ void resize_build(BuildContext& ctx) {
   }
   if (tw.empty()) tw.push_back(0);
   const bool fp64 = t == DType::Float64;
+  const bool half = ctx.input(0).dtype == DType::Float16;
   const std::string opts =
-      (fp64 ? "-DT=double -DACC=double -DUSE_FP64" : "-DT=float -DACC=float") + idx;
+      (fp64 ? "-DT=double -DACC=double -DUSE_FP64" : half ? "-DT=half -DS=F16 -DACC=float" : "-DT=float -DACC=float") +
+      idx;
   cl_mem wm;
   if (fp64) {
     wm = ctx.params(tw.data(), tw.size() * sizeof(double));
@@ -303,10 +306,10 @@ double resize_flops(const OpContext& ctx) { return static_cast<double>(numel(ctx
 
 void add_resize_ops(std::vector<OpDef>& t) {
   // Scales and sizes come as inputs from Upsample-9 and Resize-10 on: needed at plan time.
-  t.push_back(OpDef("Upsample", 7, resize_infer).build(resize_build).flops(resize_flops));
-  t.push_back(OpDef("Upsample", 9, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops));
-  t.push_back(OpDef("Resize", 10, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops));
-  t.push_back(OpDef("Resize", 11, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops));
+  t.push_back(OpDef("Upsample", 7, resize_infer).build(resize_build).flops(resize_flops).shared_storage().any_storage());
+  t.push_back(OpDef("Upsample", 9, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
+  t.push_back(OpDef("Resize", 10, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
+  t.push_back(OpDef("Resize", 11, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops).shared_storage().any_storage());
 }
 
 }  // namespace oi

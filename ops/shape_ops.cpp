@@ -342,15 +342,15 @@ void add_shape_ops(std::vector<OpDef>& t) {
   t.push_back(OpDef("Shape", 1, shape_infer).host(shape_host).host_shapes_only());
   t.push_back(OpDef("Size", 1, size_infer).host(size_host).host_shapes_only());
   // The views: output 0 is input 0's bytes under another shape.
-  t.push_back(OpDef("Reshape", 5, reshape_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
-  t.push_back(OpDef("Flatten", 1, flatten_infer).host(same_bytes_host).build(view_build).view());
-  t.push_back(OpDef("Squeeze", 1, squeeze_infer).host(same_bytes_host).build(view_build).view());
-  t.push_back(OpDef("Squeeze", 13, squeeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
-  t.push_back(OpDef("Unsqueeze", 1, unsqueeze_infer).host(same_bytes_host).build(view_build).view());
-  t.push_back(OpDef("Unsqueeze", 13, unsqueeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view());
-  t.push_back(OpDef("Identity", 1, identity_infer).host(same_bytes_host).build(view_build).view());
-  t.push_back(OpDef("Dropout", 1, dropout_infer).host(dropout_host).build(view_build).view());
-  t.push_back(OpDef("Dropout", 12, dropout_infer).host(dropout_host).build(view_build).value_inputs({1, 2}).view());
+  t.push_back(OpDef("Reshape", 5, reshape_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view().any_storage());
+  t.push_back(OpDef("Flatten", 1, flatten_infer).host(same_bytes_host).build(view_build).view().any_storage());
+  t.push_back(OpDef("Squeeze", 1, squeeze_infer).host(same_bytes_host).build(view_build).view().any_storage());
+  t.push_back(OpDef("Squeeze", 13, squeeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view().any_storage());
+  t.push_back(OpDef("Unsqueeze", 1, unsqueeze_infer).host(same_bytes_host).build(view_build).view().any_storage());
+  t.push_back(OpDef("Unsqueeze", 13, unsqueeze_infer).host(same_bytes_host).build(view_build).value_inputs({1}).view().any_storage());
+  t.push_back(OpDef("Identity", 1, identity_infer).host(same_bytes_host).build(view_build).view().any_storage());
+  t.push_back(OpDef("Dropout", 1, dropout_infer).host(dropout_host).build(view_build).view().any_storage());
+  t.push_back(OpDef("Dropout", 12, dropout_infer).host(dropout_host).build(view_build).value_inputs({1, 2}).view().any_storage());
   // Always computed at plan time.
   t.push_back(OpDef("Constant", 1, constant_infer).host(constant_host));
   t.push_back(OpDef("ConstantOfShape", 9, constant_of_shape_infer).host(constant_of_shape_host).value_inputs({0}));

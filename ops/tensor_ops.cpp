@@ -32,7 +32,7 @@ void copies_build(BuildContext& ctx) {
   run_copies_device(ctx, todo);
 }
 
-// Byte offset at which output k is one contiguous run of input 0, or -1.
+// Element offset at which output k is one contiguous run of input 0, or -1.
 template <std::vector<CopyView> (*views)(const OpContext&)>
 int64_t contiguous_view_offset(const OpContext& ctx, int k) {
   for (CopyView v : views(ctx)) {
@@ -41,7 +41,7 @@ int64_t contiguous_view_offset(const OpContext& ctx, int k) {
     if (v.dims.size() != 1 || v.dims[0] == 0 || v.in_strides[0] != 1 || v.out_strides[0] != 1 ||
         v.out_offset != 0 || v.dims[0] != numel(ctx.out_shape(k)))
       return -1;
-    return v.in_offset * static_cast<int64_t>(ocl_infer::dtype_size(ctx.in_type(0)));
+    return v.in_offset;
   }
   return -1;
 }
@@ -259,7 +259,7 @@ void concat_build(BuildContext& ctx) {
 }
 
 // Input k is one contiguous block of the output when every dim before the axis is 1: its bytes
-// start at the sum of the earlier inputs' bytes.
+// start at the sum of the earlier inputs' sizes.
 int64_t concat_input_offset(const OpContext& ctx, int k) {
   const Shape& os = ctx.out_shape(0);
   const int64_t axis = concat_axis(ctx);
@@ -267,7 +267,7 @@ int64_t concat_input_offset(const OpContext& ctx, int k) {
     if (os[d] != 1) return -1;
   int64_t off = 0;
   for (int j = 0; j < k; ++j) off += numel(ctx.in_shape(j));
-  return off * static_cast<int64_t>(ocl_infer::dtype_size(ctx.in_type(0)));
+  return off;
 }
 
 // ---- Split ---------------------------------------------------------------------------------
@@ -466,7 +466,7 @@ void gather_build(BuildContext& ctx) {
   check_const_indices(ctx, g.axis_dim);
   const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_axis",
-             word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1) +
+             word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1) +
                  index_option({n, numel(ctx.in_shape(0))}),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n);
@@ -516,7 +516,7 @@ void gather_elements_build(BuildContext& ctx) {
   p.insert(p.end(), st.begin(), st.end());
   const size_t local = ctx.caps().linear_local();
   ctx.launch("gather", "gather_elements",
-             word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
+             word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
              static_cast<int32_t>(r), static_cast<int32_t>(axis), d[axis], n);
@@ -593,7 +593,7 @@ void gather_nd_build(BuildContext& ctx) {
   std::vector<int64_t> p = g.indexed;
   p.insert(p.end(), g.indexed_strides.begin(), g.indexed_strides.end());
   const size_t local = ctx.caps().linear_local();
-  ctx.launch("gather", "gather_nd", word_option(ctx, ctx.in_type(0)) + index_type_option(ctx, 1),
+  ctx.launch("gather", "gather_nd", word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
              static_cast<int32_t>(g.depth), g.slice, g.nsel, g.batch_stride, n);
@@ -717,47 +717,51 @@ void pad_build(BuildContext& ctx) {
   if (ctx.opset() >= 11 && ctx.has_input(2)) {
     value = ctx.in_buf(2);
   } else {
-    Tensor v = pad_value(ctx);
+    Tensor v = convert_elements(pad_value(ctx), ctx.input(0).dtype);  // in the input's storage
     value = ctx.params(v.bytes.data(), v.bytes.size());
   }
   std::string mode = p.mode == "constant" ? "CONSTANT" : p.mode == "edge" ? "EDGE" : "REFLECT";
   const size_t local = ctx.caps().linear_local();
   ctx.launch("pad", "pad_generic",
-             word_option(ctx, ctx.in_type(0)) + " -DMODE_" + mode + index_option({n, numel(in)}),
+             word_option(ctx, ctx.input(0).dtype) + " -DMODE_" + mode + index_option({n, numel(in)}),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.out_buf(0),
              ctx.params(prm.data(), prm.size() * sizeof(int64_t)), value,
              static_cast<int32_t>(in.size()), n);
 }
 
+// Data movement: elements are copied, never computed, so float operands may be stored in either
+// float type, the same for all of them.
+OpDef mover(OpDef d) { return d.shared_storage().any_storage(); }
+
 }  // namespace
 
 void add_tensor_ops(std::vector<OpDef>& t) {
   add_shape_ops(t);
-  t.push_back(OpDef("Transpose", 1, transpose_infer).host(copies_host<transpose_views>).build(copies_build<transpose_views>));
+  t.push_back(mover(OpDef("Transpose", 1, transpose_infer).host(copies_host<transpose_views>).build(copies_build<transpose_views>)));
   for (int v : {1, 10}) {
     OpDef d = OpDef("Slice", v, slice_infer).host(copies_host<slice_views>).build(copies_build<slice_views>);
     if (v >= 10) d.value_inputs({1, 2, 3, 4});
-    t.push_back(d.output_views(contiguous_view_offset<slice_views>));
+    t.push_back(mover(d.output_views(contiguous_view_offset<slice_views>)));
   }
-  t.push_back(OpDef("Expand", 8, expand_infer).host(copies_host<expand_views>).build(copies_build<expand_views>).value_inputs({1}));
-  t.push_back(OpDef("Tile", 6, tile_infer).host(copies_host<tile_views>).build(copies_build<tile_views>).value_inputs({1}));
-  t.push_back(OpDef("Concat", 1, concat_infer).host(copies_host<concat_views>).build(concat_build).input_slices(concat_input_offset));
+  t.push_back(mover(OpDef("Expand", 8, expand_infer).host(copies_host<expand_views>).build(copies_build<expand_views>).value_inputs({1})));
+  t.push_back(mover(OpDef("Tile", 6, tile_infer).host(copies_host<tile_views>).build(copies_build<tile_views>).value_inputs({1})));
+  t.push_back(mover(OpDef("Concat", 1, concat_infer).host(copies_host<concat_views>).build(concat_build).input_slices(concat_input_offset)));
   for (int v : {2, 13}) {
     OpDef d = OpDef("Split", v, split_infer).host(copies_host<split_views>).build(copies_build<split_views>);
     if (v >= 13) d.value_inputs({1});
-    t.push_back(d.output_views(contiguous_view_offset<split_views>));
+    t.push_back(mover(d.output_views(contiguous_view_offset<split_views>)));
   }
-  t.push_back(OpDef("DepthToSpace", 1, depth_to_space_infer)
+  t.push_back(mover(OpDef("DepthToSpace", 1, depth_to_space_infer)
                   .host(copies_host<depth_to_space_views>)
-                  .build(copies_build<depth_to_space_views>));
-  t.push_back(OpDef("SpaceToDepth", 1, space_to_depth_infer)
+                  .build(copies_build<depth_to_space_views>)));
+  t.push_back(mover(OpDef("SpaceToDepth", 1, space_to_depth_infer)
                   .host(copies_host<space_to_depth_views>)
-                  .build(copies_build<space_to_depth_views>));
-  t.push_back(OpDef("Gather", 1, gather_infer).host(gather_host).build(gather_build));
-  t.push_back(OpDef("GatherElements", 11, gather_elements_infer).host(gather_elements_host).build(gather_elements_build));
-  t.push_back(OpDef("GatherND", 11, gather_nd_infer).host(gather_nd_host).build(gather_nd_build));
-  t.push_back(OpDef("Pad", 2, pad_infer).host(pad_host).build(pad_build));
-  t.push_back(OpDef("Pad", 11, pad_infer).host(pad_host).build(pad_build).value_inputs({1}));
+                  .build(copies_build<space_to_depth_views>)));
+  t.push_back(mover(OpDef("Gather", 1, gather_infer).host(gather_host).build(gather_build)));
+  t.push_back(mover(OpDef("GatherElements", 11, gather_elements_infer).host(gather_elements_host).build(gather_elements_build)));
+  t.push_back(mover(OpDef("GatherND", 11, gather_nd_infer).host(gather_nd_host).build(gather_nd_build)));
+  t.push_back(mover(OpDef("Pad", 2, pad_infer).host(pad_host).build(pad_build)));
+  t.push_back(mover(OpDef("Pad", 11, pad_infer).host(pad_host).build(pad_build).value_inputs({1})));
 }
 
 }  // namespace oi

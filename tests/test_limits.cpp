@@ -263,10 +263,11 @@ TEST(Limits, ArenaSplitsAtTheLargestAllocation) {
   }
   std::vector<oi::PlanNodeTraits> traits(4);
   const std::vector<int> steps{0, 1, 2, 3};
-  oi::MemoryPlan one = oi::plan_memory(g, steps, traits, 64);
+  const std::vector<DType> storage(g.values.size(), DType::Float32);
+  oi::MemoryPlan one = oi::plan_memory(g, steps, traits, storage, 64);
   EXPECT_EQ(one.arena_sizes.size(), 1u);
   EXPECT_EQ(oi::check_memory_plan(one), "");
-  oi::MemoryPlan split = oi::plan_memory(g, steps, traits, 64, true, 2048);
+  oi::MemoryPlan split = oi::plan_memory(g, steps, traits, storage, 64, true, 2048);
   EXPECT_GT(split.arena_sizes.size(), 1u);
   for (size_t a : split.arena_sizes) EXPECT_LE(a, 2048u);
   EXPECT_EQ(oi::check_memory_plan(split), "");

@@ -18,6 +18,7 @@
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "tools/cli_io.hpp"
+#include "tools/precision_check.hpp"
 #include "tools/profile_report.hpp"
 
 namespace {
@@ -54,6 +55,12 @@ options:
   --variant FAMILY=VARIANT[:PARAM=VALUE,...]
                         force a kernel variant where it applies (see --list-variants);
                         repeatable; default: $OCL_INFER_VARIANT, else chosen per device
+  --check-precision fp16  run in fp32 and in fp16 on the same inputs (--input files, the first
+                        image, or random data) and compare every executed node's output: max abs
+                        and relative error, cosine; flags nodes above --threshold (default 1e-2)
+  --precision fp32|fp16 storage of the tensors inside the model (fp16: half the memory and
+                        bytes moved; arithmetic and accumulation stay fp32; default fp32)
+  --fp32-ops OP,...     with fp16: keep these op types' tensors in fp32 (e.g. Softmax)
   --max-memory BYTES    memory the session may use, e.g. 2G (default: the device's global memory,
                         or what the host can still give this process when that is less)
   --fetch NAME,...|all  with --input and --output-dir: also write these intermediate values
@@ -90,6 +97,10 @@ struct Args {
   std::string variants;             // --variant, joined with ';'
   std::vector<std::string> fetch;   // --fetch
   uint64_t max_memory = 0;          // --max-memory, 0: the default
+  ocl_infer::Precision precision = ocl_infer::Precision::Float32;
+  std::vector<std::string> fp32_ops;
+  bool check_precision = false;     // --check-precision fp16
+  double threshold = 1e-2;          // --threshold
   bool crop_given = false;
   cli::Preprocess pre;
   int opt_level = 1;
@@ -159,6 +170,30 @@ Args parse(int argc, char** argv) {
     } else if (s == "--list-devices") a.list_devices = true;
     else if (s == "--list-variants") a.list_variants = true;
     else if (s == "--max-memory") a.max_memory = parse_bytes(s, value());
+    else if (s == "--check-precision") {
+      const std::string v = value();
+      if (v != "fp16") throw UsageError("--check-precision takes fp16 (the precision compared with fp32), got '" + v + "'");
+      a.check_precision = true;
+    } else if (s == "--threshold") {
+      char* end = nullptr;
+      const std::string v = value();
+      a.threshold = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(a.threshold > 0)) throw UsageError("--threshold takes a positive number, got '" + v + "'");
+    } else if (s == "--precision") {
+      const std::string v = value();
+      if (v == "fp32") a.precision = ocl_infer::Precision::Float32;
+      else if (v == "fp16") a.precision = ocl_infer::Precision::Float16;
+      else throw UsageError("--precision must be fp32 or fp16, got '" + v + "'");
+    } else if (s == "--fp32-ops") {
+      const auto known = ocl_infer::supported_operators();
+      std::stringstream ss(value());
+      for (std::string op; std::getline(ss, op, ',');) {
+        if (op.empty()) continue;
+        if (!std::binary_search(known.begin(), known.end(), op))
+          throw UsageError("--fp32-ops: '" + op + "' is not an operator ocl-infer implements");
+        a.fp32_ops.push_back(op);
+      }
+    }
     else if (s == "--variant") {
       std::string v = value();
       if (v.find('=') == std::string::npos) throw UsageError("--variant takes FAMILY=VARIANT[:PARAM=VALUE,...], got '" + v + "'");
@@ -239,7 +274,9 @@ Args parse(int argc, char** argv) {
     throw UsageError("--bench and --profile are separate modes (profiling adds event overhead); run them one at a time");
   if (a.duration > 0 && !a.bench) throw UsageError("--duration applies to --bench");
   if (a.iterations < 0) a.iterations = a.bench ? 50 : 10;
-  if (a.measuring()) return a;
+  if (a.check_precision && (a.measuring() || !a.dump.empty()))
+    throw UsageError("--check-precision is a mode of its own (not with --bench, --profile or --dump)");
+  if (a.measuring() || a.check_precision) return a;
   if (!a.dump.empty() && a.images.empty() && a.inputs.empty()) return a;
   if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
   if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
@@ -441,6 +478,17 @@ double since_ms(std::chrono::steady_clock::time_point t0) {
 }
 
 // --dump with no inputs: plan for random inputs (open batch dims = --batch) and print the stage.
+// Two sessions of the same model, fp32 and fp16, compared node by node.
+int check_precision(ocl_infer::Session& reference, Args& a, const ocl_infer::SessionOptions& opt) {
+  ocl_infer::SessionOptions low = opt;
+  low.precision = ocl_infer::Precision::Float16;
+  auto candidate = ocl_infer::Session::from_file(a.model, low);
+  const auto feeds = measurement_inputs(reference, a);
+  const auto report = cli::check_precision(reference, candidate, feeds, a.threshold, a.top);
+  std::cout << (a.json ? cli::precision_report_json(report, "fp16") : cli::format_precision_report(report, "fp16"));
+  return 0;
+}
+
 int dump_only(ocl_infer::Session& s, Args& a) {
   s.run(measurement_inputs(s, a));
   std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
@@ -538,6 +586,8 @@ int main(int argc, char** argv) {
     ocl_infer::SessionOptions opt;
     opt.kernel_variants = a.variants;
     opt.max_memory_bytes = a.max_memory;
+    opt.precision = a.precision;
+    opt.fp32_ops = a.fp32_ops;
     opt.device = a.device;
     opt.cache_dir = a.cache_dir;
     opt.profiling = a.measuring() && !a.bench;
@@ -547,8 +597,10 @@ int main(int argc, char** argv) {
     opt.log = [&](const std::string& m) {
       if (a.verbose || m.rfind("device:", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
     };
+    if (a.check_precision) opt.precision = ocl_infer::Precision::Float32;  // the reference
     auto s = ocl_infer::Session::from_file(a.model, opt);
-    int rc = a.measuring()                                 ? measure(s, a)
+    int rc = a.check_precision                             ? check_precision(s, a, opt)
+             : a.measuring()                                 ? measure(s, a)
              : !a.dump.empty() && a.images.empty() && a.inputs.empty() ? dump_only(s, a)
              : a.images.empty()                              ? run_tensors(s, a)
                                                              : classify(s, a);

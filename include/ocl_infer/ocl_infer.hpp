@@ -120,7 +120,10 @@ struct DeviceInfo {
 // Every OpenCL device of every platform. Throws DeviceError when no platform is installed.
 std::vector<DeviceInfo> list_devices();
 
-enum class Precision { Float32 };
+// Float32: every tensor in float32. Float16: float32 tensors inside the model stored as float16
+// (half the memory and bytes moved), every arithmetic and accumulation still in float32; inputs
+// and outputs keep their types.
+enum class Precision { Float32, Float16 };
 
 struct SessionOptions {
   // "" picks the first GPU or accelerator, else the first CPU device. A decimal number picks that
@@ -128,6 +131,9 @@ struct SessionOptions {
   // (case-insensitive).
   std::string device;
   Precision precision = Precision::Float32;
+  // With Precision::Float16: op types whose nodes keep float32 storage for all their tensors
+  // ("Softmax", "LayerNormalization", ...). Unknown op types are an InputError.
+  std::vector<std::string> fp32_ops;
   // Directory for compiled-kernel binaries; "" = $OCL_INFER_CACHE_DIR, else $XDG_CACHE_HOME/ocl-infer,
   // else ~/.cache/ocl-infer. "off" disables the disk cache.
   std::string cache_dir;
@@ -162,6 +168,8 @@ struct KernelVariantInfo {
 };
 // Every kernel variant the runtime has.
 std::vector<KernelVariantInfo> kernel_variants();
+// Every ONNX op type the runtime implements (default domain), sorted.
+std::vector<std::string> supported_operators();
 
 // Options of one Session::run call.
 struct RunOptions {

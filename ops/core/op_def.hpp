@@ -105,12 +105,19 @@ struct OpTraits {
   bool inplace = false;
   // build() honours Node::epilogue (a fused activation / residual add) on output 0.
   bool takes_epilogue = false;
-  // Byte offset at which output k is one contiguous run of input 0's bytes (a Slice or Split
-  // piece), or -1. The planner may then make output k a view (no copy).
+  // build() reads and writes every float operand in whatever storage the plan gives it (float32 or
+  // float16, each operand on its own), converting in registers: the precision policy may then
+  // store its operands as float16.
+  bool any_float_storage = false;
+  // The node's float operands of the input's dtype share one storage type: data movement (copies,
+  // gathers, padding), and kernels written for one storage type (normalizations, reductions).
+  bool shared_float_storage = false;
+  // Element offset at which output k is one contiguous run of input 0 (a Slice or Split piece),
+  // or -1. The planner may then make output k a view (no copy).
   int64_t (*output_view_offset)(const OpContext& ctx, int k) = nullptr;
-  // Byte offset at which input k lands in output 0 when it is one contiguous block of it (Concat
-  // along the outermost non-1 axis), or -1. The planner may then let input k's producer write
-  // straight into output 0.
+  // Element offset at which input k lands in output 0 when it is one contiguous block of it
+  // (Concat along the outermost non-1 axis), or -1. The planner may then let input k's producer
+  // write straight into output 0.
   int64_t (*input_offset_in_output)(const OpContext& ctx, int k) = nullptr;
   // Floating-point operations for the node's resolved shapes (a multiply-add counts 2); nullptr:
   // data movement, 0.
@@ -143,6 +150,8 @@ struct OpDef {
   OpDef& view() { return traits.view = true, *this; }
   OpDef& inplace(bool on = true) { return traits.inplace = on, *this; }
   OpDef& epilogue() { return traits.takes_epilogue = true, *this; }
+  OpDef& any_storage() { return traits.any_float_storage = true, *this; }
+  OpDef& shared_storage() { return traits.shared_float_storage = true, *this; }
   OpDef& output_views(int64_t (*f)(const OpContext&, int)) { return traits.output_view_offset = f, *this; }
   OpDef& input_slices(int64_t (*f)(const OpContext&, int)) { return traits.input_offset_in_output = f, *this; }
   OpDef& flops(double (*f)(const OpContext&)) { return traits.flops = f, *this; }

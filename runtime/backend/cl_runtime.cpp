@@ -477,7 +477,13 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
 
 KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
                             const std::string& options) {
-  cl_program p = program(file, options);
+  // $OCL_INFER_EXTRA_BUILD_OPTIONS is appended to every program's options (e.g. "-Drestrict=" for
+  // oclgrind, which cannot run LLVM's noalias scopes).
+  static const std::string extra = [] {
+    const char* e = std::getenv("OCL_INFER_EXTRA_BUILD_OPTIONS");
+    return e && *e ? std::string(" ") + e : std::string();
+  }();
+  cl_program p = program(file, options + extra);
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(p, entry.c_str(), &err);
   if (err != CL_SUCCESS)

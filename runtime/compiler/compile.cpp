@@ -1,6 +1,7 @@
 #include "runtime/compiler/compile.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/core/op_def.hpp"
 
@@ -140,6 +141,77 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
   }
 }
 
+// Union-find over value ids: values that must share a storage type.
+struct StorageGroups {
+  std::vector<int> parent;
+  explicit StorageGroups(size_t n) : parent(n) {
+    for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int>(i);
+  }
+  int find(int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); }
+  void join(int a, int b) { parent[find(a)] = find(b); }
+};
+
+bool covers_op(const Node& n, const std::set<std::string>& ops) {
+  if (ops.count(n.op_type)) return true;
+  for (auto& c : n.covers)
+    if (ops.count(c.second)) return true;
+  return false;
+}
+
+// Storage types. With fp32 precision every value is stored in its graph dtype. With fp16 every
+// float32 value is stored as float16 where that is safe and possible:
+//   - graph inputs and outputs keep their dtype (the first and last kernels convert as they read
+//     and write);
+//   - every device node that reads or writes it stores float operands in any storage
+//     (OpTraits::any_float_storage), and is not an op kept in fp32 (CompileOptions::fp32_ops);
+//   - values that share bytes or move unchanged (views, data-movement ops, in-place groups are
+//     decided later) share one storage type;
+//   - a constant whose values do not fit fp16 stays float32 (reported through `notes`).
+void assign_storage(CompiledGraph& p, const std::vector<const OpDef*>& defs, const CompileOptions& options) {
+  Graph& g = p.graph;
+  p.storage.resize(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) p.storage[v] = g.values[v].dtype;
+  if (options.precision != ocl_infer::Precision::Float16) return;
+  const size_t nv = g.values.size();
+  std::vector<bool> ok(nv, true);  // may be float16
+  for (int v : g.inputs) ok[v] = false;
+  for (int v : g.outputs) ok[v] = false;
+  StorageGroups groups(nv);
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const Node& n = g.nodes[p.steps[k].node];
+    const OpDef* def = defs[k];
+    const bool any = def->traits.any_float_storage && !covers_op(n, options.fp32_ops);
+    std::vector<int> operands(n.inputs.begin(), n.inputs.end());
+    operands.insert(operands.end(), n.outputs.begin(), n.outputs.end());
+    if (n.epilogue.residual >= 0) operands.push_back(n.epilogue.residual);
+    for (int v : operands)
+      if (v >= 0 && !any) ok[v] = false;
+    // A view and its input, and the float operands of ops that keep one storage, in one storage.
+    if ((def->traits.view || def->traits.shared_float_storage) && !n.inputs.empty() && n.inputs[0] >= 0)
+      for (int v : operands)
+        if (v >= 0 && g.values[v].dtype == g.values[n.inputs[0]].dtype) groups.join(v, n.inputs[0]);
+  }
+  // Constants beyond fp16's range stay float32.
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = g.values[v];
+    if (!ok[v] || !val.data || val.dtype != DType::Float32) continue;
+    const float* d = val.data->data<float>();
+    for (int64_t i = 0; i < val.data->numel(); ++i)
+      if (std::fabs(d[i]) > 65504.0f) {
+        ok[v] = false;
+        p.notes.push_back("constant '" + val.name + "' has values beyond float16's range (" + std::to_string(d[i]) +
+                          "): kept in float32");
+        break;
+      }
+  }
+  std::vector<bool> group_ok(nv, true);
+  for (size_t v = 0; v < nv; ++v)
+    if (!ok[v]) group_ok[groups.find(static_cast<int>(v))] = false;
+  for (size_t v = 0; v < nv; ++v)
+    if (g.values[v].dtype == DType::Float32 && group_ok[groups.find(static_cast<int>(v))] && ok[v])
+      p.storage[v] = DType::Float16;
+}
+
 }  // namespace
 
 CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& inputs,
@@ -152,7 +224,7 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
   g.compact();
   // After folding and fusion, the live nodes are the device nodes.
   std::vector<int> device = live_nodes(g);
-  std::vector<PlanNodeTraits> traits;
+  std::vector<const OpDef*> defs;
   for (int ni : device) {
     const Node& n = g.nodes[ni];
     const OpDef* def = find_op(g, n);
@@ -160,39 +232,52 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
     if (!def->build_fn)
       throw ocl_infer::UnsupportedError(describe_node(g, n) +
                                         ": can only be computed at plan time, but an input is not known then");
+    defs.push_back(def);
+    Step s;
+    s.node = ni;
+    p.steps.push_back(s);
+  }
+  p.precision = options.precision;
+  assign_storage(p, defs, options);
+
+  // The planner's view of each step; offsets in bytes of the storage types.
+  std::vector<PlanNodeTraits> traits;
+  for (size_t k = 0; k < device.size(); ++k) {
+    const int ni = device[k];
+    const Node& n = g.nodes[ni];
+    const OpDef* def = defs[k];
     PlanNodeTraits t;
     t.view = def->traits.view;
     t.inplace = def->traits.inplace;
     const OpContext ctx(g, ni);
     if (def->traits.input_offset_in_output && !n.outputs.empty() && n.outputs[0] >= 0) {
+      const int64_t es = static_cast<int64_t>(ocl_infer::dtype_size(p.storage[n.outputs[0]]));
       bool any = false;
-      for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k) {
-        t.input_offsets.push_back(n.inputs[k] >= 0 ? def->traits.input_offset_in_output(ctx, k) : -1);
-        any |= t.input_offsets.back() >= 0;
+      for (int i = 0; i < static_cast<int>(n.inputs.size()); ++i) {
+        const int64_t at = n.inputs[i] >= 0 ? def->traits.input_offset_in_output(ctx, i) : -1;
+        t.input_offsets.push_back(at >= 0 ? at * es : -1);
+        any |= at >= 0;
       }
       if (!any) t.input_offsets.clear();
     }
-    if (def->traits.output_view_offset && options.plan_memory)
-      for (int k = 0; k < static_cast<int>(n.outputs.size()); ++k)
-        t.view_offsets.push_back(n.outputs[k] >= 0 ? def->traits.output_view_offset(ctx, k) : -1);
+    if (def->traits.output_view_offset && options.plan_memory && !n.inputs.empty() && n.inputs[0] >= 0) {
+      const int64_t es = static_cast<int64_t>(ocl_infer::dtype_size(p.storage[n.inputs[0]]));
+      for (int o = 0; o < static_cast<int>(n.outputs.size()); ++o) {
+        const int64_t at = n.outputs[o] >= 0 ? def->traits.output_view_offset(ctx, o) : -1;
+        t.view_offsets.push_back(at >= 0 ? at * es : -1);
+      }
+    }
     traits.push_back(t);
-    Step s;
-    s.node = ni;
-    p.steps.push_back(s);
   }
-  // Storage types: with fp32 precision every value is stored in its graph dtype.
-  p.precision = options.precision;
-  p.storage.resize(g.values.size());
-  for (size_t v = 0; v < g.values.size(); ++v) p.storage[v] = g.values[v].dtype;
 
   if (options.plan_memory) {
     const size_t align = std::max<size_t>(options.alignment, 4);
     const size_t max_arena = static_cast<size_t>(std::min<uint64_t>(options.max_arena_bytes, ~size_t{0}));
-    MemoryPlan mp = plan_memory(g, device, traits, align, true, max_arena);
+    MemoryPlan mp = plan_memory(g, device, traits, p.storage, align, true, max_arena);
     if (!mp.concat_in_place.empty()) {
       // Writing Concat inputs in place saves copies but makes the Concat's output live longer;
       // when that costs more than 5 % of the arena (DenseNet), plan without it.
-      MemoryPlan plain = plan_memory(g, device, traits, align, false, max_arena);
+      MemoryPlan plain = plan_memory(g, device, traits, p.storage, align, false, max_arena);
       if (static_cast<double>(plain.arena_bytes) * 1.05 < static_cast<double>(mp.arena_bytes)) {
         plain.concat_inputs = mp.concat_inputs;
         mp = std::move(plain);

@@ -19,8 +19,10 @@ namespace oi {
 struct CompileOptions {
   OptimizerOptions optimizer;
   // Decides each value's storage type (CompiledGraph::storage). Float32: every value in its own
-  // dtype.
+  // dtype. Float16: float32 values inside the graph stored as float16 where every kernel that
+  // touches them can (see assign_storage in compile.cpp), except the outputs of these op types.
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
+  std::set<std::string> fp32_ops;
   bool plan_memory = true;  // false: every activation gets its own buffer
   // The device's sub-buffer alignment (bytes) and largest allocation: arenas are at most this big
   // (several when the activations need more).
@@ -54,6 +56,7 @@ struct CompiledGraph {
   MemoryPlan memory;                // valid when memory_planned
   std::vector<int64_t> arena_offset;  // by value id: byte offset in its arena, -1 when in none
   std::vector<int> arena_of;          // by value id: which arena, -1 when in none
+  std::vector<std::string> notes;   // decisions worth telling the user (constants kept in fp32)
   int folded_nodes = 0;             // evaluated on the host at plan time
   int nodes_before = 0;             // live model nodes before optimization
   std::vector<PassReport> passes;

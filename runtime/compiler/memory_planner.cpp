@@ -12,8 +12,9 @@ constexpr int kEnd = std::numeric_limits<int>::max() / 2;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-size_t value_bytes(const Value& v) {
-  return static_cast<size_t>(numel(v.shape)) * ocl_infer::dtype_size(v.dtype);
+// Bytes of value v in its storage type.
+size_t value_bytes(const Graph& g, const std::vector<DType>& storage, int v) {
+  return static_cast<size_t>(numel(g.values[v].shape)) * ocl_infer::dtype_size(storage[v]);
 }
 
 // The largest total of group bytes live at any one step.
@@ -92,8 +93,8 @@ void place_groups(MemoryPlan& mp, size_t max_arena) {
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
-                       const std::vector<PlanNodeTraits>& traits, size_t alignment,
-                       bool eliminate_concats, size_t max_arena) {
+                       const std::vector<PlanNodeTraits>& traits, const std::vector<DType>& storage,
+                       size_t alignment, bool eliminate_concats, size_t max_arena) {
   MemoryPlan mp;
   mp.alignment = std::max<size_t>(alignment, 1);
   const size_t nv = g.values.size();
@@ -123,7 +124,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   auto new_group = [&](int v) {
     StorageGroup grp;
     grp.values.push_back(v);
-    grp.bytes = value_bytes(g.values[v]);
+    grp.bytes = value_bytes(g, storage, v);
     grp.first = def[v];
     grp.last = std::max(last_use[v], def[v]);
     mp.groups.push_back(grp);
@@ -132,7 +133,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   auto join = [&](int v, int grp_id) {
     StorageGroup& grp = mp.groups[grp_id];
     grp.values.push_back(v);
-    grp.bytes = std::max(grp.bytes, value_bytes(g.values[v]));
+    grp.bytes = std::max(grp.bytes, value_bytes(g, storage, v));
     grp.first = std::min(grp.first, def[v]);
     grp.last = std::max(grp.last, std::max(last_use[v], def[v]));
     mp.group_of[v] = grp_id;
@@ -177,7 +178,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
           if (!planned(in) || mp.group_of[in] < 0) continue;
           int gid = mp.group_of[in];
           const Value &vi = g.values[in], &vo = g.values[o];
-          if (vi.shape == vo.shape && vi.dtype == vo.dtype && mp.groups[gid].last == static_cast<int>(step) &&
+          if (vi.shape == vo.shape && vi.dtype == vo.dtype && storage[in] == storage[o] && mp.groups[gid].last == static_cast<int>(step) &&
               !group_pinned(gid)) {
             join(o, gid);
             offset_in_group[o] = offset_in_group[in];
@@ -204,7 +205,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
     if (!planned(o) || mp.group_of[o] < 0) continue;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int v = n.inputs[k];
-      const size_t vb = v >= 0 ? value_bytes(g.values[v]) : 0;
+      const size_t vb = v >= 0 ? value_bytes(g, storage, v) : 0;
       const int64_t at = k < t.input_offsets.size() ? t.input_offsets[k] : -1;
       ++mp.concat_inputs;
       const size_t rel = at >= 0 ? static_cast<size_t>(at) : 0;
@@ -236,7 +237,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
       s.offset_in_group = offset_in_group[v];
       s.value = static_cast<int>(v);
       s.group = mp.group_of[v];
-      s.bytes = value_bytes(g.values[v]);
+      s.bytes = value_bytes(g, storage, v);
       mp.slots.push_back(s);
       mp.naive_bytes += align_up(std::max<size_t>(s.bytes, 1), mp.alignment);
     }

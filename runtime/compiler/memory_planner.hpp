@@ -48,7 +48,7 @@ struct MemoryPlan {
 // What the planner needs to know about a device node.
 struct PlanNodeTraits {
   bool view = false;     // output 0 shares input 0's bytes
-  bool inplace = false;  // output 0 may overwrite input 0 or 1 when that input dies here
+  bool inplace = false;  // output 0 may overwrite input 0 or 1 when that input dies here (same storage)
   // Per input: byte offset at which it is a contiguous block of output 0 (a Concat with all dims
   // before the axis 1), else -1. Such inputs' producers may write straight into their slice.
   std::vector<int64_t> input_offsets;
@@ -62,9 +62,10 @@ struct PlanNodeTraits {
 // With `eliminate_concats`, Concat inputs that die at the Concat are placed inside its output.
 // Groups go into one arena, or into several of at most `max_arena` bytes each when one would be
 // larger (a single group larger than max_arena still gets an arena of its own: the caller checks).
+// Sizes come from each value's storage type (`storage`, by value id).
 MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
-                       const std::vector<PlanNodeTraits>& traits, size_t alignment,
-                       bool eliminate_concats = true, size_t max_arena = ~size_t{0});
+                       const std::vector<PlanNodeTraits>& traits, const std::vector<DType>& storage,
+                       size_t alignment, bool eliminate_concats = true, size_t max_arena = ~size_t{0});
 
 // Proves the plan sound: returns "" when no two groups that are live at the same step overlap in
 // the arena and every group fits; otherwise a description of the first conflict.

@@ -2,15 +2,18 @@
 
 #include <algorithm>
 
+#include "runtime/ir/host_math.hpp"
+
 namespace oi {
 
 namespace {
 
-// Enqueues a non-blocking read of value `v` into a new tensor (the caller finishes the queue).
+// Enqueues a non-blocking read of value `v` into a new tensor in its storage type (the caller
+// finishes the queue, then converts to the graph's dtype where they differ).
 Tensor read_value(const Plan& plan, cl_command_queue q, int v) {
   const Value& val = plan.graph().values[v];
   if (val.data) return *val.data;
-  Tensor t(val.dtype, val.shape);
+  Tensor t(plan.compiled.storage[v], val.shape);
   if (!t.bytes.empty()) {
     const BufferPtr& b = plan.buffers[v];
     if (!b) throw ocl_infer::Error("internal: value '" + val.name + "' has no device buffer to read");
@@ -96,7 +99,10 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
     if (flags[k])
       throw ocl_infer::InputError(describe_node(g, g.nodes[plan.error_flags[k].node]) + ": " +
                                   plan.error_flags[k].what);
-  for (auto& [name, t] : fetched) out.emplace(name, std::move(t));
+  for (auto& [name, t] : fetched) {
+    const DType want = g.values[g.find_value(name)].dtype;
+    out.emplace(name, t.dtype == want ? std::move(t) : convert_elements(t, want));
+  }
   return out;
 }
 

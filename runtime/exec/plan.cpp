@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ops/core/activation.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -41,10 +42,15 @@ class Lowering : public PlanSink {
       const DType st = storage_of(id);
       const size_t bytes = static_cast<size_t>(numel(v.shape)) * ocl_infer::dtype_size(st);
       if (v.data) {
-        if (st != v.dtype)
-          throw ocl_infer::Error("internal: constant '" + v.name + "' would need a conversion to " + dtype_name(st));
         charge(bytes, "weights");
-        b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
+        if (st == v.dtype) {
+          b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
+        } else {
+          // Converted once here (float32 -> float16, round to nearest even; the policy kept
+          // constants beyond float16's range in float32).
+          const Tensor conv = convert_elements(*v.data, st);
+          b = cl_.upload(conv.bytes.data(), conv.bytes.size());
+        }
         p_.weight_bytes += bytes;
       } else {
         charge(bytes, "activations");
@@ -138,6 +144,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   CompileOptions co;
   co.optimizer = options.optimizer;
   co.precision = options.precision;
+  co.fp32_ops = options.fp32_ops;
   co.plan_memory = options.plan_memory;
   co.alignment = cl.base_addr_align();
   co.max_arena_bytes = cl.info().max_alloc_bytes;
@@ -224,6 +231,7 @@ std::vector<std::string> covered_names(const Node& n) {
 const char* precision_name(ocl_infer::Precision p) {
   switch (p) {
     case ocl_infer::Precision::Float32: return "fp32";
+    case ocl_infer::Precision::Float16: return "fp16";
   }
   return "?";
 }

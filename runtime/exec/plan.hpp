@@ -17,6 +17,7 @@ namespace oi {
 struct PlanOptions {
   OptimizerOptions optimizer;
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
+  std::set<std::string> fp32_ops;
   bool plan_memory = true;  // false: every activation gets its own buffer
   // family -> "variant[:param=value,...]" (see ops/variants.hpp), already validated.
   std::map<std::string, std::string> forced_variants;

@@ -107,6 +107,10 @@ struct Session::Impl {
     if (forced.empty())
       if (const char* env = std::getenv("OCL_INFER_VARIANT")) forced = env;
     forced_variants = oi::parse_forced_variants(forced);
+    const auto ops = oi::supported_ops();
+    for (auto& op : options.fp32_ops)
+      if (!std::binary_search(ops.begin(), ops.end(), op))
+        throw InputError("fp32_ops: '" + op + "' is not an operator ocl-infer implements");
     for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
     for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
     const oi::DeviceHandle& dev = device;
@@ -256,6 +260,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
     po.plan_memory = s.options.plan_memory;
     po.precision = s.options.precision;
+    po.fp32_ops.insert(s.options.fp32_ops.begin(), s.options.fp32_ops.end());
     po.forced_variants = s.forced_variants;
     po.memory_budget = s.memory_limit;
     po.budget_source = s.memory_limit_source;
@@ -266,6 +271,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     s.stats.programs_built = s.cl->compile_stats().built - built_before;
     s.stats.programs_cached = s.cl->compile_stats().cached - cached_before;
     s.stats.kernel_launches = static_cast<int>(s.plan->launches.size());
+    for (auto& note : s.plan->compiled.notes) s.log("precision: " + note);
     if (s.options.profiling) s.profile.reset(*s.plan);
   }
   const std::vector<int> fetch = s.fetch_ids(run_options.fetch);
@@ -350,6 +356,8 @@ std::vector<DeviceInfo> list_devices() {
 }
 
 const char* version() { return "0.1.0"; }
+
+std::vector<std::string> supported_operators() { return oi::supported_ops(); }
 
 std::vector<KernelVariantInfo> kernel_variants() {
   std::vector<KernelVariantInfo> r;

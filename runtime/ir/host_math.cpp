@@ -36,6 +36,20 @@ uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(h);
 }
 
+Tensor convert_elements(const Tensor& t, DType to) {
+  if (t.dtype == to) return t;
+  Tensor r(to, t.shape);
+  const int64_t n = t.numel();
+  if (t.dtype == DType::Float32 && to == DType::Float16)
+    for (int64_t i = 0; i < n; ++i) r.data<uint16_t>()[i] = float_to_half(t.data<float>()[i]);
+  else if (t.dtype == DType::Float16 && to == DType::Float32)
+    for (int64_t i = 0; i < n; ++i) r.data<float>()[i] = half_to_float(t.data<uint16_t>()[i]);
+  else
+    throw ocl_infer::Error(std::string("internal: no storage conversion from ") + ocl_infer::dtype_name(t.dtype) +
+                           " to " + ocl_infer::dtype_name(to));
+  return r;
+}
+
 double host_get_f(const Tensor& t, int64_t i) {
   switch (t.dtype) {
     case DType::Float32: return t.data<float>()[i];

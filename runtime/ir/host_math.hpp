@@ -16,6 +16,10 @@ void host_set_i(Tensor& t, int64_t i, int64_t v);
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 
+// The same elements in another float type (float32 <-> float16: the storage conversions; float16
+// rounds to nearest even). Throws for other pairs.
+Tensor convert_elements(const Tensor& t, DType to);
+
 // Index into an input of shape `in` broadcast to `out`, for flat output index `i`.
 int64_t broadcast_index(const Shape& out, const Shape& in, int64_t i);
 

@@ -1,0 +1,100 @@
+// Storage types of float operands. A kernel names each float operand's storage with a build
+// option (-DXS=F16, default F32) and reads and writes it through these macros; arithmetic always
+// happens in float.
+//
+//   STORE_TYPE(S)            the pointer element type: float or half
+//   LD(S, p, i)              element i as a float
+//   ST(S, p, i, v)           stores float v as element i (half: round to nearest even)
+//   LDN(S, N, p, i)          the i-th vector of N floats
+//   STN(S, N, p, i, v)       stores a floatN as the i-th vector
+//
+// Half values are moved as 16-bit integers and converted with integer arithmetic (exact, round to
+// nearest even, infinities and NaN kept): pointers to half are allowed without cl_khr_fp16, and
+// this is portable and fast. PoCL 3.1's vload_half/vstore_half are library calls (resnet18 ran
+// 2x slower through them) and its vload_halfN crashed inside unrolled kernels.
+#ifndef STORAGE_CL
+#define STORAGE_CL
+
+#define STORE_TYPE_F32 float
+#define STORE_TYPE_F16 half
+#define STORE_TYPE_(s) STORE_TYPE_##s
+#define STORE_TYPE(s) STORE_TYPE_(s)
+
+// half bits -> float: the exponent and mantissa moved into float position, times 2^112, rebias
+// normal numbers and make subnormals exact in one multiplication (floats keep denormals on CPUs;
+// a device that flushes them would lose halves below 2^-14 only); infinities and NaN by a select.
+#define HALF_TO_FLOAT_BODY(U, F, I, CVT_U, CVT_F, CVT_I)                                       \
+  const U u = CVT_U(h);                                                                    \
+  const U em = u & 0x7fffu;                                                                \
+  F r = as_##F(em << 13) * 0x1p112f;                                                       \
+  r = select(r, as_##F((em << 13) | (U)0x7f800000u), CVT_I(em >= (U)0x7c00u));              \
+  return as_##F(as_##U(r) | ((u & 0x8000u) << 16));
+
+// float -> half bits, round to nearest even; beyond the largest half (65504 after rounding)
+// becomes infinity, NaN stays NaN.
+#define FLOAT_TO_HALF_BODY(U, F, I, S16, CVT_U, CVT_S16, CVT_I)                                 \
+  const U x = as_##U(f);                                                                   \
+  const U sign = (x >> 16) & 0x8000u;                                                      \
+  const U ax = x & 0x7fffffffu;                                                            \
+  const U normal = (ax + 0xfffu + ((ax >> 13) & 1u) - (U)0x38000000u) >> 13;               \
+  const U sub = CVT_U(rint(as_##F(ax) * 16777216.0f));                                     \
+  U r = select(normal, sub, CVT_I(ax < (U)0x38800000u));                                   \
+  r = select(r, (U)0x7c00u, CVT_I(ax >= (U)0x477ff000u));                                  \
+  r = select(r, (U)0x7e00u, CVT_I(ax > (U)0x7f800000u));                                   \
+  return CVT_S16(sign | r);
+
+inline float half_bits_to_float(ushort h) {
+  const uint u = h;
+  const uint em = u & 0x7fffu;
+  float r = as_float(em << 13) * 0x1p112f;
+  if (em >= 0x7c00u) r = as_float((em << 13) | 0x7f800000u);
+  return as_float(as_uint(r) | ((u & 0x8000u) << 16));
+}
+
+inline ushort float_to_half_bits(float f) {
+  const uint x = as_uint(f);
+  const uint sign = (x >> 16) & 0x8000u;
+  const uint ax = x & 0x7fffffffu;
+  uint r;
+  if (ax > 0x7f800000u) r = 0x7e00u;                     // NaN
+  else if (ax >= 0x477ff000u) r = 0x7c00u;               // rounds past 65504: infinity
+  else if (ax < 0x38800000u) r = (uint)rint(as_float(ax) * 16777216.0f);  // subnormal
+  else r = (ax + 0xfffu + ((ax >> 13) & 1u) - 0x38000000u) >> 13;
+  return (ushort)(sign | r);
+}
+
+#define HALF_VECTOR_CONVERSIONS(n)                                                             \
+  inline float##n half_bits_to_float##n(ushort##n h) {                                     \
+    HALF_TO_FLOAT_BODY(uint##n, float##n, int##n, convert_uint##n, convert_float##n,       \
+                       convert_int##n)                                                     \
+  }                                                                                        \
+  inline ushort##n float_to_half_bits##n(float##n f) {                                     \
+    FLOAT_TO_HALF_BODY(uint##n, float##n, int##n, ushort##n, convert_uint##n,              \
+                       convert_ushort##n, convert_int##n)                                  \
+  }
+HALF_VECTOR_CONVERSIONS(2)
+HALF_VECTOR_CONVERSIONS(4)
+HALF_VECTOR_CONVERSIONS(8)
+HALF_VECTOR_CONVERSIONS(16)
+
+#define LD_F32(p, i) ((p)[i])
+#define LD_F16(p, i) half_bits_to_float(((const __global ushort*)(p))[i])
+#define LD_(s, p, i) LD_##s(p, i)
+#define LD(s, p, i) LD_(s, p, i)
+
+#define ST_F32(p, i, v) ((p)[i] = (v))
+#define ST_F16(p, i, v) (((__global ushort*)(p))[i] = float_to_half_bits(v))
+#define ST_(s, p, i, v) ST_##s(p, i, v)
+#define ST(s, p, i, v) ST_(s, p, i, v)
+
+#define LDN_F32(n, p, i) vload##n((i), (p))
+#define LDN_F16(n, p, i) half_bits_to_float##n(vload##n((i), (const __global ushort*)(p)))
+#define LDN_(s, n, p, i) LDN_##s(n, p, i)
+#define LDN(s, n, p, i) LDN_(s, n, p, i)
+
+#define STN_F32(n, p, i, v) vstore##n((v), (i), (p))
+#define STN_F16(n, p, i, v) vstore##n(float_to_half_bits##n(v), (i), (__global ushort*)(p))
+#define STN_(s, n, p, i, v) STN_##s(n, p, i, v)
+#define STN(s, n, p, i, v) STN_(s, n, p, i, v)
+
+#endif
