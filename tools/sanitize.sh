@@ -31,7 +31,8 @@ for mode in "${modes[@]}"; do
       cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCL_INFER_TSAN=ON >/dev/null
       cmake --build build-tsan -j"$jobs" --target test_threads
       # PoCL itself is not instrumented: its worker threads synchronise in ways TSan cannot see.
-      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp" \
+      OCL_INFER_CACHE_DIR=off POCL_KERNEL_CACHE=0 \
+        TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp" \
         build-tsan/tests/test_threads
       ;;
     fuzz)
