@@ -1,7 +1,11 @@
 // Builds small ONNX models in memory for tests: tests may see protobuf types; the runtime doesn't.
 #pragma once
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,6 +58,7 @@ class ModelBuilder {
   }
   std::string bytes() const { return model_.SerializeAsString(); }
   onnx::ModelProto& proto() { return model_; }
+  onnx::ModelProto proto_copy() const { return model_; }
 
  private:
   static void set_type(onnx::ValueInfoProto* vi, DType t, const std::vector<int64_t>& shape) {
@@ -95,11 +100,34 @@ inline void attr_ints(onnx::NodeProto& n, const std::string& name, const std::ve
   for (auto x : v) a->add_ints(x);
 }
 
-// Random float32 tensor with values in [lo, hi).
+// The precision the op-family suites run in: OCL_INFER_TEST_PRECISION=fp16 (ctest registers each
+// suite a second time with it) makes
+//   - random_tensor return float16-representable values, so that the float32 references see
+//     exactly what the device sees,
+//   - run_model/open_session run the model with Precision::Float16, every float32 graph input
+//     and output passing through Cast(float16) -> Cast(float32): the op under test then reads and
+//     writes float16 storage (graph inputs and outputs themselves keep float32),
+//   - rel_error allow each element one float16 rounding of the reference (2^-11 |ref| + 2^-24) on
+//     top of the suite's float32 tolerance: with float32 arithmetic inside the kernels, rounding
+//     the stored output is the only error fp16 storage adds to one op on representable inputs.
+//     (Tests of chains that round intermediate values state their own tolerances.)
+inline bool fp16_mode() {
+  static const bool on = [] {
+    const char* e = std::getenv("OCL_INFER_TEST_PRECISION");
+    return e && std::string(e) == "fp16";
+  }();
+  return on;
+}
+
+// Random float32 tensor with values in [lo, hi) (float16-representable in fp16 mode).
 inline Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng, float lo = -1, float hi = 1) {
   Tensor t(DType::Float32, shape);
   std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = d(rng);
+    if (fp16_mode()) v = ocl_infer::half_to_float(ocl_infer::float_to_half(v));
+    t.data<float>()[i] = v;
+  }
   return t;
 }
 
@@ -109,21 +137,106 @@ inline Tensor make_tensor(DType dt, const std::vector<int64_t>& shape, const voi
   return t;
 }
 
-// Runs a built model once on the default device.
-inline std::map<std::string, Tensor> run_model(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds) {
-  std::string b = m.bytes();
-  ocl_infer::SessionOptions opt;
-  auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
-  return s.run(feeds);
+// The element type `name` has in graph `g`, followed through its producers: Cast gives its `to`,
+// ops that produce integers or booleans give Undefined (never wrapped), the rest keep the type of
+// their data input. Test-only; a wrong answer shows as a dtype mismatch, never as a silent pass.
+inline int traced_dtype(const onnx::GraphProto& g, const std::string& name, int depth = 0) {
+  if (depth > 200) return 0;
+  for (auto& in : g.input())
+    if (in.name() == name) return in.type().tensor_type().elem_type();
+  for (auto& t : g.initializer())
+    if (t.name() == name) return t.data_type();
+  static const std::set<std::string> not_float = {
+      "Shape", "Size", "ArgMax", "ArgMin", "NonZero", "Equal", "Less", "Greater", "LessOrEqual",
+      "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf", "Constant", "ConstantOfShape",
+      "TopK", "Unique", "OneHot", "EyeLike", "RandomNormal", "RandomUniform", "Multinomial"};
+  for (auto& n : g.node())
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (n.output(k) != name) continue;
+      if (not_float.count(n.op_type()) || (n.op_type() == "MaxPool" && k == 1)) return 0;
+      if (n.op_type() == "Cast") {
+        for (auto& a : n.attribute())
+          if (a.name() == "to") return static_cast<int>(a.i());
+        return 0;
+      }
+      const int data = n.op_type() == "Where" ? 1 : 0;
+      return n.input_size() > data ? traced_dtype(g, n.input(data), depth + 1) : 0;
+    }
+  return 0;
 }
 
-// Max |a-b| / max(1, max|b|); checks shapes match first (returns +inf when they differ).
+// The model's bytes as the current precision runs them (see fp16_mode). The input casts come
+// first in the node list, so the op under test stays where it was relative to its inputs.
+inline std::string model_bytes(const ModelBuilder& m) {
+  if (!fp16_mode()) return m.bytes();
+  onnx::ModelProto p = m.proto_copy();
+  auto* g = p.mutable_graph();
+  const int f32 = static_cast<int>(DType::Float32);
+  std::vector<bool> float_out;
+  for (auto& o : g->output())
+    float_out.push_back((o.type().tensor_type().elem_type() ? o.type().tensor_type().elem_type()
+                                                            : traced_dtype(*g, o.name())) == f32);
+  std::map<std::string, std::string> renamed;  // graph input -> its float16 round trip
+  for (auto& in : g->input())
+    if (in.type().tensor_type().elem_type() == f32) renamed[in.name()] = in.name() + "__fp16_in";
+  for (auto& n : *g->mutable_node())
+    for (auto& i : *n.mutable_input())
+      if (renamed.count(i)) i = renamed[i];
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head, tail;
+  auto cast_pair = [&](google::protobuf::RepeatedPtrField<onnx::NodeProto>& list, const std::string& from,
+                       const std::string& to) {
+    for (int k = 0; k < 2; ++k) {
+      auto* n = list.Add();
+      n->set_op_type("Cast");
+      n->set_name("fp16_test_cast_" + to + std::to_string(k));
+      n->add_input(k == 0 ? from : to + "__half");
+      n->add_output(k == 0 ? to + "__half" : to);
+      attr_i(*n, "to", k == 0 ? static_cast<int>(DType::Float16) : f32);
+    }
+  };
+  for (auto& [in, inner] : renamed) cast_pair(head, in, inner);
+  for (int k = 0; k < g->output_size(); ++k) {
+    if (!float_out[k]) continue;
+    const std::string out = g->output(k).name(), inner = out + "__fp16_out";
+    for (auto& n : *g->mutable_node()) {
+      for (auto& o : *n.mutable_output())
+        if (o == out) o = inner;
+      for (auto& i : *n.mutable_input())
+        if (i == out) i = inner;
+    }
+    cast_pair(tail, inner, out);
+  }
+  head.MergeFrom(g->node());
+  head.MergeFrom(tail);
+  g->mutable_node()->Swap(&head);
+  return p.SerializeAsString();
+}
+
+// A session on the model in the current precision.
+inline ocl_infer::Session open_session(const ModelBuilder& m, ocl_infer::SessionOptions opt = {}) {
+  const std::string b = model_bytes(m);
+  if (fp16_mode()) opt.precision = ocl_infer::Precision::Float16;
+  return ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+}
+
+// Runs a built model once on the default device.
+inline std::map<std::string, Tensor> run_model(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds) {
+  return open_session(m).run(feeds);
+}
+
+// Max |a-b| / max(1, max|b|); checks shapes match first (returns +inf when they differ). In fp16
+// mode each element's error is counted beyond one float16 rounding of b.
 inline double rel_error(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape || a.dtype != b.dtype) return INFINITY;
   double mx = 1, err = 0;
   for (int64_t i = 0; i < b.numel(); ++i) mx = std::max<double>(mx, std::fabs(b.data<float>()[i]));
-  for (int64_t i = 0; i < b.numel(); ++i)
-    err = std::max<double>(err, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double want = b.data<float>()[i], got = a.data<float>()[i];
+    double e = std::fabs(got - want);
+    if (std::isnan(got) != std::isnan(want)) return INFINITY;
+    if (fp16_mode()) e = std::max(0.0, e - (std::ldexp(std::fabs(want), -11) + std::ldexp(1.0, -24)));
+    err = std::max(err, e);
+  }
   return err / mx;
 }
 

@@ -256,8 +256,7 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
                              : std::min(std::max(v, 0.0f), 0.5f);
       ref.data<float>()[i] = v;
     }
-    std::string bytes = m.bytes();
-    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    auto s = open_session(m);
     auto out = s.run(feeds);
     EXPECT_LE(rel_error(out.at("y"), ref), 1e-5) << act;
     const std::string fused = std::string("Conv") + (f.residual ? "+Add+" : "+") + act;

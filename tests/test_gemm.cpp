@@ -172,8 +172,7 @@ TEST(MatMul, FusedEpilogueMatchesReference) {
   Tensor ref = matmul_reference(a, b);
   for (int64_t i = 0; i < ref.numel(); ++i)
     ref.data<float>()[i] = std::tanh(ref.data<float>()[i] + r.data<float>()[i]);
-  std::string bytes = m.bytes();
-  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+  auto s = open_session(m);
   auto out = s.run({{"a", a}, {"r", r}});
   EXPECT_LE(rel_error(out.at("y"), ref), 1e-5);
   EXPECT_NE(s.dump("graph").find("MatMul+Add+Tanh"), std::string::npos) << s.dump("graph");

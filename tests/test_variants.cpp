@@ -110,15 +110,6 @@ Tensor pool_reference(const PoolCase& p, const Tensor& x) {
   return y;
 }
 
-double rel_error(const Tensor& got, const Tensor& want) {
-  if (got.shape != want.shape) return INFINITY;
-  double mx = 1, err = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) mx = std::max<double>(mx, std::fabs(want.data<float>()[i]));
-  for (int64_t i = 0; i < want.numel(); ++i)
-    err = std::max<double>(err, std::fabs(got.data<float>()[i] - want.data<float>()[i]));
-  return err / mx;
-}
-
 // ---- harness --------------------------------------------------------------------------------
 
 struct Problem {
@@ -130,10 +121,9 @@ struct Problem {
 
 // Runs `p` with `force` and returns the plan's variant choices for `family` as "name (source)".
 std::vector<std::string> run_forced(const Problem& p, const std::string& family, const std::string& force) {
-  std::string bytes = p.model.bytes();
   ocl_infer::SessionOptions opt;
   opt.kernel_variants = force;
-  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), opt);
+  auto s = open_session(p.model, opt);
   auto out = s.run(p.feeds);
   EXPECT_LE(rel_error(out.at("y"), p.reference), kTolerance) << p.name << " with " << (force.empty() ? "defaults" : force);
   std::vector<std::string> used;

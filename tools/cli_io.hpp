@@ -2,6 +2,7 @@
 // preprocessed into a model input. Everything throws ocl_infer::InputError with the path.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Preprocess {
 // (bilinear, half-pixel centres), centre-crops, normalises: (pixel * scale - mean) / std. Returns
 // float32 [1,3,H,W] (or [1,H,W,3] for nhwc).
 ocl_infer::Tensor load_image(const std::string& path, const Preprocess& p);
+
+// How many elements of a float32/float16/float64 tensor are NaN or infinite (0 for other types).
+int64_t count_non_finite(const ocl_infer::Tensor& t);
 
 // "a.b/c" -> "a.b_c": characters outside [A-Za-z0-9._-] become '_'.
 std::string safe_file_name(const std::string& name);

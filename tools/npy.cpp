@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -163,6 +164,19 @@ std::string safe_file_name(const std::string& name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
   if (s.empty() || s == "." || s == "..") s = "_" + s;
   return s;
+}
+
+int64_t count_non_finite(const ocl_infer::Tensor& t) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (t.dtype) {
+      case ocl_infer::DType::Float32: bad += !std::isfinite(t.data<float>()[i]); break;
+      case ocl_infer::DType::Float64: bad += !std::isfinite(t.data<double>()[i]); break;
+      case ocl_infer::DType::Float16: bad += (t.data<uint16_t>()[i] & 0x7c00u) == 0x7c00u; break;
+      default: return 0;
+    }
+  }
+  return bad;
 }
 
 }  // namespace cli

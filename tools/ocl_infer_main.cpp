@@ -337,6 +337,16 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
   ro.fetch = a.fetch;
   auto outs = s.run(feeds, ro);
   if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
+  for (auto& [name, t] : outs) {
+    const int64_t bad = cli::count_non_finite(t);
+    if (bad == 0) continue;
+    std::cerr << "ocl-infer: warning: output '" << name << "' has " << bad << " of " << t.numel()
+              << " values that are NaN or infinite";
+    if (a.precision == ocl_infer::Precision::Float16 || t.dtype == DType::Float16)
+      std::cerr << " (float16 holds at most 65504: --check-precision fp16 shows the first layer that "
+                   "overflows, --fp32-ops OP keeps an op's outputs in float32)";
+    std::cerr << "\n";
+  }
   if (a.output_dir.empty()) return 0;
   mkdir(a.output_dir.c_str(), 0755);
   for (auto& [name, t] : outs) {
@@ -379,9 +389,12 @@ int classify(ocl_infer::Session& s, Args a) {
     // probabilities: say so instead.
     const int64_t bad = std::count_if(p, p + n, [](float v) { return !std::isfinite(v); });
     if (bad > 0)
-      throw ocl_infer::InputError("the model's output '" + s.outputs()[0].name + "' for '" + a.images[k] + "' has " +
-                                  std::to_string(bad) + " of " + std::to_string(n) +
-                                  " values that are NaN or infinite; no classes to report");
+      throw ocl_infer::InputError(
+          "the model's output '" + s.outputs()[0].name + "' for '" + a.images[k] + "' has " + std::to_string(bad) +
+          " of " + std::to_string(n) + " values that are NaN or infinite; no classes to report" +
+          (a.precision == ocl_infer::Precision::Float16
+               ? " (float16 holds at most 65504: --check-precision fp16 shows the first layer that overflows)"
+               : ""));
     // Logits or probabilities? Probabilities are non-negative and sum to 1.
     double sum = 0, mn = INFINITY;
     for (int64_t i = 0; i < n; ++i) sum += p[i], mn = std::min<double>(mn, p[i]);

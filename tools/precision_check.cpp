@@ -23,13 +23,7 @@ std::vector<double> values(const Tensor& t) {
     switch (t.dtype) {
       case DType::Float32: r[i] = t.data<float>()[i]; break;
       case DType::Float64: r[i] = t.data<double>()[i]; break;
-      case DType::Float16: {
-        const uint16_t h = t.data<uint16_t>()[i];
-        const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-        double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(m | 0x400, e - 25);
-        r[i] = (h & 0x8000) ? -v : v;
-        break;
-      }
+      case DType::Float16: r[i] = ocl_infer::half_to_float(t.data<uint16_t>()[i]); break;
       case DType::Int64: r[i] = static_cast<double>(t.data<int64_t>()[i]); break;
       case DType::Int32: r[i] = t.data<int32_t>()[i]; break;
       default: r[i] = NAN;
@@ -51,7 +45,8 @@ ValueError compare_values(const Tensor& ref, const Tensor& got) {
   double max_ref = 0, dot = 0, na = 0, nb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) != std::isnan(b[i])) e.nan_mismatch = true;
-    if (std::isnan(a[i]) || std::isnan(b[i])) continue;
+    if (std::isfinite(a[i]) && !std::isfinite(b[i])) ++e.overflowed;
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
     max_ref = std::max(max_ref, std::fabs(a[i]));
     e.max_abs = std::max(e.max_abs, std::fabs(a[i] - b[i]));
     dot += a[i] * b[i];
@@ -61,7 +56,7 @@ ValueError compare_values(const Tensor& ref, const Tensor& got) {
   e.max_ref = max_ref;
   e.max_rel = max_ref > 0 ? e.max_abs / max_ref : e.max_abs;
   e.cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
-  if (e.nan_mismatch) e.max_rel = e.max_abs = INFINITY;
+  if (e.nan_mismatch || e.overflowed) e.max_rel = e.max_abs = INFINITY;
   return e;
 }
 
@@ -133,6 +128,13 @@ std::string num(double v) {
   return b;
 }
 
+std::string cosine(double v) {
+  char b[32];
+  if (!std::isfinite(v)) return "n/a";
+  std::snprintf(b, sizeof b, "%.6f", v);
+  return b;
+}
+
 std::string json_num(double v) { return std::isfinite(v) ? num(v) : "null"; }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -155,9 +157,12 @@ std::string format_precision_report(const PrecisionReport& r, const std::string&
     std::string name = join(n.covers, "+"), op = join(n.op_types, "+");
     if (name.size() > 44) name = name.substr(0, 41) + "...";
     if (op.size() > 28) op = op.substr(0, 25) + "...";
-    std::snprintf(line, sizeof line, "%4zu  %-44s %-28s %11s %11s %10.6f  %s\n", i, name.c_str(), op.c_str(),
-                  num(n.error.max_abs).c_str(), num(n.error.max_rel).c_str(), n.error.cosine,
-                  n.flagged ? "!! above threshold" : "");
+    const std::string flag = n.error.overflowed
+                                 ? "!! " + std::to_string(n.error.overflowed) + " values inf/NaN (finite in fp32)"
+                                 : n.flagged ? "!! above threshold" : "";
+    std::snprintf(line, sizeof line, "%4zu  %-44s %-28s %11s %11s %10s  %s\n", i, name.c_str(), op.c_str(),
+                  num(n.error.max_abs).c_str(), num(n.error.max_rel).c_str(), cosine(n.error.cosine).c_str(),
+                  flag.c_str());
     os << line;
   }
   os << "threshold " << num(r.threshold) << ": " << std::count_if(r.nodes.begin(), r.nodes.end(), [](auto& n) {
@@ -167,7 +172,8 @@ std::string format_precision_report(const PrecisionReport& r, const std::string&
   os << "\n";
   for (const OutputReport& o : r.outputs) {
     os << "output '" << o.name << "': max abs err " << num(o.error.max_abs) << ", max rel err "
-       << num(o.error.max_rel) << ", cosine " << o.error.cosine;
+       << num(o.error.max_rel) << ", cosine " << cosine(o.error.cosine);
+    if (o.error.overflowed) os << ", " << o.error.overflowed << " values inf/NaN (finite in fp32)";
     if (!o.top_ref.empty())
       os << ", top-1 " << (o.top1_same ? "same" : "DIFFERENT") << ", top-" << o.top_ref.size() << " overlap "
          << o.topk_overlap << "/" << o.top_ref.size();
@@ -188,13 +194,14 @@ std::string precision_report_json(const PrecisionReport& r, const std::string& p
     for (size_t k = 0; k < n.op_types.size(); ++k) os << (k ? ", " : "") << "\"" << json_escape(n.op_types[k]) << "\"";
     os << "], \"value\": \"" << json_escape(n.value) << "\", \"max_abs_error\": " << json_num(n.error.max_abs)
        << ", \"max_rel_error\": " << json_num(n.error.max_rel) << ", \"cosine\": " << json_num(n.error.cosine)
-       << ", \"flagged\": " << (n.flagged ? "true" : "false") << "}";
+       << ", \"overflowed\": " << n.error.overflowed << ", \"flagged\": " << (n.flagged ? "true" : "false") << "}";
   }
   os << "\n], \"outputs\": [";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const OutputReport& o = r.outputs[i];
     os << (i ? ", " : "") << "{\"name\": \"" << json_escape(o.name) << "\", \"max_abs_error\": " << json_num(o.error.max_abs)
-       << ", \"max_rel_error\": " << json_num(o.error.max_rel) << ", \"cosine\": " << json_num(o.error.cosine);
+       << ", \"max_rel_error\": " << json_num(o.error.max_rel) << ", \"cosine\": " << json_num(o.error.cosine)
+       << ", \"overflowed\": " << o.error.overflowed;
     if (!o.top_ref.empty())
       os << ", \"top1_same\": " << (o.top1_same ? "true" : "false") << ", \"topk_overlap\": " << o.topk_overlap
          << ", \"k\": " << o.top_ref.size();

@@ -12,11 +12,14 @@
 namespace cli {
 
 struct ValueError {
+  // Over the elements finite in both; max_abs and max_rel are inf when shapes differ, a NaN
+  // appears on one side only or an element overflowed.
   double max_abs = 0;  // max |candidate - reference|
-  double max_rel = 0;  // max_abs / max |reference| (inf when shapes differ or NaNs appear)
+  double max_rel = 0;  // max_abs / max |reference|
   double max_ref = 0;
   double cosine = 1;   // of the two tensors as vectors
   bool nan_mismatch = false;
+  int64_t overflowed = 0;  // elements finite in the reference but inf/NaN in the candidate
 };
 
 // Compares two tensors of the same shape (float32, float16, float64 or integers).

@@ -103,6 +103,11 @@ struct Tensor {
   }
 };
 
+// IEEE binary16 <-> float32, for float16 tensors (Tensor::data<uint16_t>()): half_to_float is exact;
+// float_to_half rounds to nearest even, and values beyond the float16 range become +-inf.
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+
 // "[1,3,224,224]"; a negative dim prints as its symbolic name when given, else "?".
 std::string shape_to_string(const std::vector<int64_t>& shape);
 

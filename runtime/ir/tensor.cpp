@@ -1,11 +1,15 @@
 // The public value types' helpers (Tensor, DType names and sizes, shape strings): part of the IR
 // layer, since the graph stores its constants as public Tensors.
 #include "ocl_infer/ocl_infer.hpp"
+#include "runtime/ir/host_math.hpp"
 
 #include <cstdint>
 #include <cstdio>
 
 namespace ocl_infer {
+
+float half_to_float(uint16_t h) { return oi::half_to_float(h); }
+uint16_t float_to_half(float f) { return oi::float_to_half(f); }
 
 std::string printable_message(const std::string& what, bool keep_lines) {
   std::string r;
