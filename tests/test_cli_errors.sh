@@ -6,7 +6,7 @@ set -uo pipefail
 bin=$1
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 - "$work" <<'PY'
-import sys, numpy as np, onnx
+import sys, numpy as np, onnx, onnx.numpy_helper
 from onnx import helper, TensorProto
 w = sys.argv[1]
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
@@ -29,6 +29,13 @@ open(w + "/corrupt.npy", "wb").write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'"
 open(w + "/truncated.npy", "wb").write(open(w + "/x.npy", "rb").read()[:100])
 open(w + "/notanimage.jpg", "w").write("hello")
 open(w + "/truncated.png", "wb").write(b"\x89PNG\r\n\x1a\n\x00\x00")
+# A float16 model whose product overflows float16 (1000 * 100 > 65504).
+g3 = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)],
+    [onnx.numpy_helper.from_array(np.array(1000, np.float16), "k")])
+onnx.save(helper.make_model(g3, opset_imports=[helper.make_opsetid("", 13)]), w + "/overflow16.onnx")
+np.save(w + "/x16.npy", np.array([1, 10, 100, 1000], np.float16))
 PY
 fail=0
 expect() {  # expect CODE PATTERN -- ARGS...
@@ -61,8 +68,27 @@ expect 1 "cannot open" -- $w/good.onnx --input x=$w/missing.npy --output-dir $w/
 expect 1 "cannot read image" -- $w/good.onnx $w/notanimage.jpg
 expect 1 "cannot read image" -- $w/good.onnx $w/truncated.png
 expect 1 "cannot read image" -- $w/good.onnx $w/missing.jpg
+expect 2 "--precision must be fp32 or fp16, got 'fp8'" -- $w/good.onnx --precision fp8 --input x=$w/x.npy --output-dir $w/o
+expect 2 "'NoSuchOp' is not an operator" -- $w/good.onnx --precision fp16 --fp32-ops Relu,NoSuchOp --input x=$w/x.npy --output-dir $w/o
+expect 2 "--fp32-ops applies with --precision fp16" -- $w/good.onnx --fp32-ops Relu --input x=$w/x.npy --output-dir $w/o
+expect 2 "--check-precision takes fp16" -- $w/good.onnx --check-precision int8
 expect 1 "no OpenCL device with index 99" -- $w/good.onnx --device 99 --input x=$w/x.npy --output-dir $w/o
 # And the good case works and writes the output.
 "$bin" $w/good.onnx --input x=$w/x.npy --output-dir $w/o 2>/dev/null && [ -f $w/o/y.npy ] || { echo "FAIL: good model"; fail=$((fail+1)); }
+# Overflow in a float16 model runs (infinity is float16's answer) but is reported.
+err=$("$bin" $w/overflow16.onnx --input x=$w/x16.npy --output-dir $w/o16 2>&1 >/dev/null); rc=$?
+if [ $rc != 0 ] || ! grep -q "warning: output 'y' has 2 of 4 values that are NaN or infinite (float16 holds at most 65504" <<<"$err"; then
+  echo "FAIL: float16 overflow not reported (rc=$rc): $err"; fail=$((fail+1))
+else echo "ok: float16 overflow reported"; fi
+# --check-precision: a line per executed node, the overflow flagged; JSON parses with one record per node.
+out=$("$bin" $w/good.onnx --check-precision fp16 --input x=$w/x.npy 2>/dev/null); rc=$?
+if [ $rc != 0 ] || ! grep -q "Relu_0 *Relu" <<<"$out" || ! grep -q "0 of 1 nodes above it" <<<"$out"; then
+  echo "FAIL: --check-precision text (rc=$rc): $out"; fail=$((fail+1))
+else echo "ok: --check-precision text"; fi
+"$bin" $w/good.onnx --check-precision fp16 --json --input x=$w/x.npy 2>/dev/null | /usr/bin/python3 -c '
+import sys, json; r = json.load(sys.stdin)
+assert r["precision"] == "fp16" and len(r["nodes"]) == 1 and r["nodes"][0]["op_types"] == ["Relu"], r
+assert r["nodes"][0]["max_rel_error"] == 0 and r["outputs"][0]["name"] == "y", r' \
+  && echo "ok: --check-precision --json" || { echo "FAIL: --check-precision --json"; fail=$((fail+1)); }
 echo "cli errors: $fail failed"
 [ $fail -eq 0 ]

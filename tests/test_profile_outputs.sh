@@ -16,6 +16,9 @@ PY
 "$bin" "$work/m.onnx" --profile --iterations 3 --batch 2 --profile-json "$work/p.json" --profile-csv "$work/p.csv" \
   --profile-trace "$work/p.trace.json" --profile-html "$work/p.html" > "$work/table.txt" 2>/dev/null
 "$bin" "$work/m.onnx" --bench --iterations 5 --warmup 1 --json > "$work/bench.json" 2>/dev/null
+"$bin" "$work/m.onnx" --bench --iterations 3 --warmup 1 --json --precision fp16 > "$work/bench16.json" 2>/dev/null
+"$bin" "$work/m.onnx" --profile --iterations 2 --precision fp16 --profile-json "$work/p16.json" > "$work/table16.txt" 2>/dev/null
+"$bin" "$work/m.onnx" --dump plan --json --precision fp16 > "$work/plan16.json" 2>/dev/null
 /usr/bin/python3 - "$work" <<'PY'
 import sys, json, csv
 w = sys.argv[1]
@@ -42,5 +45,11 @@ b = json.load(open(w + "/bench.json"))
 for k in ["median_ms", "min_ms", "p90_ms", "max_ms", "throughput_per_s", "device"]:
     assert k in b, k
 assert b["min_ms"] <= b["median_ms"] <= b["p90_ms"] <= b["max_ms"] and b["iterations"] == 5
+assert p["precision"] == "fp32" and b["precision"] == "fp32", (p.get("precision"), b.get("precision"))
+assert json.load(open(w + "/bench16.json"))["precision"] == "fp16"
+assert json.load(open(w + "/p16.json"))["precision"] == "fp16"
+assert "precision fp16" in open(w + "/table16.txt").read()
+plan = json.load(open(w + "/plan16.json"))
+assert plan["precision"] == "fp16" and "peak_activation_bytes" in plan and "weight_bytes" in plan, plan.keys()
 print("profile outputs: all fields present")
 PY

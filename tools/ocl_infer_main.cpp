@@ -87,6 +87,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+const char* precision_name(ocl_infer::Precision p) { return p == ocl_infer::Precision::Float16 ? "fp16" : "fp32"; }
+
 struct Args {
   std::string model;
   std::vector<std::string> images;
@@ -274,6 +276,8 @@ Args parse(int argc, char** argv) {
     throw UsageError("--bench and --profile are separate modes (profiling adds event overhead); run them one at a time");
   if (a.duration > 0 && !a.bench) throw UsageError("--duration applies to --bench");
   if (a.iterations < 0) a.iterations = a.bench ? 50 : 10;
+  if (!a.fp32_ops.empty() && a.precision != ocl_infer::Precision::Float16 && !a.check_precision)
+    throw UsageError("--fp32-ops applies with --precision fp16 (or --check-precision fp16)");
   if (a.check_precision && (a.measuring() || !a.dump.empty()))
     throw UsageError("--check-precision is a mode of its own (not with --bench, --profile or --dump)");
   if (a.measuring() || a.check_precision) return a;
@@ -545,13 +549,14 @@ int measure(ocl_infer::Session& s, Args& a) {
     double throughput = static_cast<double>(v.size() * batch) / total_s;
     if (a.json) {
       std::cout << "{\"model\": \"" << json_escape(a.model) << "\", \"device\": \"" << json_escape(s.device().name)
-                << "\", \"iterations\": " << v.size() << ", \"warmup\": " << a.warmup << ", \"batch\": " << batch
+                << "\", \"precision\": \"" << precision_name(a.precision) << "\", \"iterations\": " << v.size() << ", \"warmup\": " << a.warmup << ", \"batch\": " << batch
                 << ", \"min_ms\": " << v.front() << ", \"median_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9)
                 << ", \"max_ms\": " << v.back() << ", \"throughput_per_s\": " << throughput
                 << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms << "}\n";
     } else {
       char line[256];
-      std::cout << "model:      " << a.model << "\ndevice:     " << s.device().name << "\n";
+      std::cout << "model:      " << a.model << "\ndevice:     " << s.device().name << "\nprecision:  "
+                << precision_name(a.precision) << "\n";
       std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), a.warmup, static_cast<long long>(batch));
       std::cout << line;
       std::snprintf(line, sizeof line, "latency:    min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", v.front(), pct(0.5), pct(0.9), v.back());
@@ -574,6 +579,7 @@ int measure(ocl_infer::Session& s, Args& a) {
   }
   auto layers = s.profile();
   auto summary = cli::summarize(s, a.model, a.iterations, a.warmup, first_ms);
+  summary.precision = precision_name(a.precision);
   if (a.profile || (a.profile_json.empty() && a.profile_csv.empty() && a.profile_trace.empty() && a.profile_html.empty()))
     std::cout << cli::format_profile_table(layers, summary, a.profile_exec_order);
   if (!a.profile_json.empty()) write_text(a.profile_json, cli::profile_json(layers, summary));

@@ -156,7 +156,7 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
   os << "device time per inference (median): " << num(s.device_us / 1000) << " ms\n";
   os << "wall-clock per inference (median):  " << num(s.wall_us / 1000) << " ms\n";
   os << "host overhead (wall - kernels):     " << num(s.host_us / 1000) << " ms (median over runs)\n";
-  os << "device: " << s.device << "; " << s.iterations << " iterations after " << s.warmup << " warm-up\n";
+  os << "device: " << s.device << "; precision " << s.precision << "; " << s.iterations << " iterations after " << s.warmup << " warm-up\n";
   if (bad)
     os << "WARNING: " << bad << " launches had implausible event timestamps (marked !!); their times are not reliable\n";
   os << "by op type:";
@@ -172,7 +172,7 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
 std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileSummary& s) {
   std::ostringstream os;
   os << "{\n  \"schema\": \"ocl-infer-profile-1\",\n  \"model\": \"" << esc(s.model) << "\",\n  \"device\": \""
-     << esc(s.device) << "\",\n  \"iterations\": " << s.iterations << ",\n  \"warmup\": " << s.warmup
+     << esc(s.device) << "\",\n  \"precision\": \"" << s.precision << "\",\n  \"iterations\": " << s.iterations << ",\n  \"warmup\": " << s.warmup
      << ",\n  \"kernel_sum_us\": " << num(s.kernel_sum_us) << ",\n  \"device_us\": " << num(s.device_us)
      << ",\n  \"wall_us\": " << num(s.wall_us) << ",\n  \"host_overhead_us\": " << num(s.host_us) << ",\n  \"startup\": {\"load_ms\": " << num(s.startup.load_ms)
      << ", \"plan_ms\": " << num(s.startup.plan_ms) << ", \"compile_ms\": " << num(s.startup.compile_ms)
@@ -318,7 +318,8 @@ std::string profile_html(const std::vector<LayerProfile>& layers, const ProfileS
   }
   os << "</table>\n<p class=\"k\">Start-up: load " << num(s.startup.load_ms, 1) << " ms, plan " << num(s.startup.plan_ms, 1)
      << " ms (compilation " << num(s.startup.compile_ms, 1) << " ms, " << s.startup.programs_built << " built, "
-     << s.startup.programs_cached << " cached), first inference " << num(s.first_inference_ms, 1) << " ms.</p>\n";
+     << s.startup.programs_cached << " cached), first inference " << num(s.first_inference_ms, 1)
+     << " ms. Precision " << s.precision << ".</p>\n";
   os << "</body></html>\n";
   return os.str();
 }

@@ -11,6 +11,7 @@ namespace cli {
 
 struct ProfileSummary {
   std::string model, device;
+  std::string precision = "fp32";  // the session's SessionOptions::precision: fp32 or fp16
   int iterations = 0, warmup = 0;
   double kernel_sum_us = 0;    // sum of per-layer averages
   double device_us = 0;        // median device time of a whole inference (first start to last end)
