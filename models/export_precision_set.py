@@ -72,28 +72,6 @@ def build_model(name: str, seed: int, bn: str) -> torch.nn.Module:
     return model
 
 
-def emulate_fp16_storage(model: torch.nn.Module, x: torch.Tensor) -> np.ndarray:
-    """float16 storage with float32 arithmetic: weights, buffers and every leaf module's output
-    rounded to float16 (a copy of the model)."""
-    import copy
-    m = copy.deepcopy(model)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(p.half().float())
-        for b in m.buffers():
-            if b.dtype == torch.float32:
-                b.copy_(b.half().float())
-
-    def rounded(module, inputs, output):
-        return output.half().float() if isinstance(output, torch.Tensor) else output
-
-    for module in m.modules():
-        if len(list(module.children())) == 0:
-            module.register_forward_hook(rounded)
-    with torch.no_grad():
-        return m(x.half().float()).numpy()
-
-
 def top1_classes(model: torch.nn.Module, seed: int) -> list:
     with torch.no_grad():
         batch = torch.randn((4,) + INPUT_SHAPE[1:], generator=torch.Generator().manual_seed(seed + 4))
@@ -133,7 +111,7 @@ def main() -> None:
         peak = float(np.abs(y).max())
         if not np.isfinite(y).all() or not 1e-3 < peak < 1e6:
             sys.exit(f"{name}: degenerate output, max|logit| = {peak}")
-        emulated = emulate_fp16_storage(model, x).astype(np.float32)
+        emulated = base.emulate_fp16_storage(model, x).astype(np.float32)
         export(model, x, paths[0], args.opset)
         onnx.checker.check_model(onnx.load(paths[0]))
         np.save(paths[1], x.numpy().astype(np.float32))

@@ -128,6 +128,27 @@ def normalize_classifier(model: torch.nn.Module, generator: torch.Generator) -> 
         last.bias *= scale
 
 
+def emulate_fp16_storage(model: torch.nn.Module, x: torch.Tensor) -> np.ndarray:
+    """float16 storage with float32 arithmetic: weights, buffers and every leaf module's output
+    rounded to float16 (on a copy of the model). What --precision fp16 should cost, done right."""
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(p.half().float())
+        for b in m.buffers():
+            if b.dtype == torch.float32:
+                b.copy_(b.half().float())
+
+    def rounded(module, inputs, output):
+        return output.half().float() if isinstance(output, torch.Tensor) else output
+
+    for module in m.modules():
+        if len(list(module.children())) == 0:
+            module.register_forward_hook(rounded)
+    with torch.no_grad():
+        return m(x.half().float()).numpy()
+
+
 def export(model: torch.nn.Module, example: torch.Tensor, path: str) -> None:
     tmp = path + ".tmp"
     # PRESERVE with the model in eval mode exports inference-mode BatchNormalization but skips the
@@ -209,6 +230,9 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="re-export models whose files exist")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=None,
                         help=f"models to export (default: {' '.join(DEFAULT_MODELS)})")
+    parser.add_argument("--fp16emul", action="store_true",
+                        help="also write NAME.fp16emul.npy: PyTorch's output with float16 storage "
+                             "emulated (for tools/precision_models.py)")
     parser.add_argument("--extra", action="store_true",
                         help=f"also export {', '.join(EXTRA_MODELS)}")
     args = parser.parse_args()
@@ -222,8 +246,20 @@ def main() -> None:
     for name in args.models:
         stem = os.path.join(args.out, name)
         paths = [stem + ".onnx", stem + ".input.npy", stem + ".output.npy"]
+        emul_path = stem + ".fp16emul.npy"
         if not args.force and all(os.path.exists(p) for p in paths):
-            print(f"{name}: up to date")
+            if args.fp16emul and not os.path.exists(emul_path):
+                seed = SEED + 100 * MODELS.index(name)
+                model = build_model(name, seed)
+                x = torch.randn(INPUT_SHAPE, generator=torch.Generator().manual_seed(seed + 3))
+                with torch.no_grad():
+                    y = model(x).numpy().astype(np.float32)
+                if not np.array_equal(y, np.load(paths[2])):
+                    sys.exit(f"{name}: rebuilt model does not reproduce {paths[2]}; use --force")
+                np.save(emul_path, emulate_fp16_storage(model, x).astype(np.float32))
+                print(f"wrote {emul_path}")
+            else:
+                print(f"{name}: up to date")
             continue
 
         seed = SEED + 100 * MODELS.index(name)
@@ -246,6 +282,9 @@ def main() -> None:
         # The golden files come last: a model that failed a check is never "up to date".
         np.save(paths[1], x.numpy().astype(np.float32))
         np.save(paths[2], y)
+        if args.fp16emul:
+            np.save(emul_path, emulate_fp16_storage(model, x).astype(np.float32))
+            paths.append(emul_path)
         for p in paths:
             print(f"wrote {p}")
         top2 = np.sort(y[0])[-2:]

@@ -119,6 +119,11 @@ inline bool fp16_mode() {
   return on;
 }
 
+// fp16 mode runs every other combination of a suite's case loops (`k` counts them), alternating
+// so that every case and every path still runs in some combination: the float16 paths are the
+// same macros in every kernel shape, and each combination costs a program build (CI time).
+inline bool fp16_sampled_out(int k) { return fp16_mode() && k % 2 != 0; }
+
 // Random float32 tensor with values in [lo, hi) (float16-representable in fp16 mode).
 inline Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng, float lo = -1, float hi = 1) {
   Tensor t(DType::Float32, shape);
@@ -213,9 +218,12 @@ inline std::string model_bytes(const ModelBuilder& m) {
 }
 
 // A session on the model in the current precision.
+// OCL_INFER_TEST_NO_MEMORY_PLAN=1 gives every tensor its own buffer (tools/oclgrind_check.sh: an
+// access past a tensor's end is then outside any allocation, where oclgrind sees it).
 inline ocl_infer::Session open_session(const ModelBuilder& m, ocl_infer::SessionOptions opt = {}) {
   const std::string b = model_bytes(m);
   if (fp16_mode()) opt.precision = ocl_infer::Precision::Float16;
+  if (const char* e = std::getenv("OCL_INFER_TEST_NO_MEMORY_PLAN"); e && std::string(e) == "1") opt.plan_memory = false;
   return ocl_infer::Session::from_memory(b.data(), b.size(), opt);
 }
 

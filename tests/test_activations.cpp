@@ -96,6 +96,7 @@ TEST(Activations, ElementwiseMatchesReference) {
     Tensor x = make_tensor(DType::Float32, {n}, xs.data());
     Tensor want = reference::unary(x, ref.f);
     for (int level : {0, 1}) {
+      if (fp16_sampled_out(level + static_cast<int>(a - oi::activations()))) continue;
       Tensor got = run(m, {{"x", x}}, level).out.at("y");
       for (int64_t i = 0; i < n; ++i) {
         const double w = want.data<float>()[i], g = got.data<float>()[i];

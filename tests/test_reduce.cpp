@@ -128,8 +128,10 @@ struct Case {
 
 void check_float_cases(const std::vector<Case>& cases, int opset, uint32_t seed) {
   std::mt19937 rng(seed);
+  int k = 0;
   for (const char* op : kOps) {
     for (const Case& c : cases) {
+      if (fp16_sampled_out(k++)) continue;
       // Products stay near 1 and LogSum needs a positive sum.
       std::string o = op;
       float lo = o == "ReduceProd" ? 0.9f : o == "ReduceLogSum" ? 0.1f : -2.f;

@@ -7,4 +7,4 @@ tools/install_deps.sh
 tools/build.sh
 models/make_all.sh build/models >/dev/null
 cd build
-ctest --output-on-failure "$@"
+ctest --output-on-failure -j2 "$@"

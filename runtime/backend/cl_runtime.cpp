@@ -396,6 +396,16 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
     throw KernelBuildError("building kernels/" + file + ".cl with options '" + options +
                            "' failed: " + cl_error_name(err) + "; build log:\n" + logtext);
   }
+  // Warnings of a successful build go to the session log only (-v): kernels should have none.
+  if (log_) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) == CL_SUCCESS && n > 1) {
+      std::string logtext(n, '\0');
+      clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, n, logtext.data(), nullptr);
+      if (logtext.find("warning") != std::string::npos)
+        log_("kernel build warnings in kernels/" + file + ".cl with options '" + options + "':\n" + logtext);
+    }
+  }
   return p;
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs ocl-infer's kernels under oclgrind, an OpenCL simulator that reports out-of-bounds accesses,
+# data races on local and global memory, barrier divergence, API misuse and reads of uninitialised
+# memory, at small sizes:
+#   1. a small model through the CLI (conv + pooling + gemm + softmax + concat/split views), in
+#      fp32 and fp16, with every tensor in its own buffer (--no-memory-plan);
+#   2. the kernel-variant sweep (tests/test_variants: every variant and parameter value of conv,
+#      gemm and pooling on odd sizes), in fp32 and fp16;
+#   3. the op-family suites named in $OCLGRIND_SUITES (default: "test_pool test_norm test_resize
+#      test_tensor_ops"; "all" for every op-family suite, which takes hours).
+# Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
+# kernel cache. Any oclgrind report fails the run.
+#
+#   tools/oclgrind_check.sh [BUILD_DIR]        (default: build; installs oclgrind when missing)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+if ! command -v oclgrind >/dev/null; then
+  echo "oclgrind_check: installing oclgrind" >&2
+  apt-get install -y oclgrind >/dev/null || { echo "oclgrind_check: cannot install oclgrind" >&2; exit 1; }
+fi
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+export OCL_INFER_EXTRA_BUILD_OPTIONS="-Drestrict=" OCL_INFER_CACHE_DIR=off OCL_INFER_TEST_NO_MEMORY_PLAN=1
+python=/usr/bin/python3
+[ -x build/pyenv/bin/python ] && python=build/pyenv/bin/python
+fail=0
+start=$(date +%s)
+
+# check NAME COMMAND...: runs COMMAND under oclgrind; fails on a non-zero exit or any report.
+check() {
+  local name=$1; shift
+  local log="$work/$name.log" t0=$(date +%s)
+  oclgrind --check-api --data-races --uninitialized --max-errors 20 --log "$log" "$@" >"$work/$name.out" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] || [ -s "$log" ]; then
+    echo "FAIL: $name (exit $rc, $(($(date +%s) - t0)) s)"
+    head -40 "$log"; tail -20 "$work/$name.out"
+    fail=$((fail + 1))
+  else
+    echo "ok: $name ($(($(date +%s) - t0)) s)"
+  fi
+}
+
+$python - "$work" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+w = sys.argv[1]
+rng = np.random.default_rng(0)
+def const(name, *shape):
+    return nh.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+inits = [const("w1", 8, 3, 3, 3), const("b1", 8), const("w2", 8, 1, 3, 3), const("w3", 6, 8, 1, 1),
+         const("fc", 96, 5), const("fb", 5)]
+nodes = [
+    h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+    h.make_node("Relu", ["c1"], ["r1"]),
+    h.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=8),       # depthwise
+    h.make_node("Add", ["c2", "r1"], ["s2"]),                                     # residual
+    h.make_node("Conv", ["s2", "w3"], ["c3"]),                                    # pointwise
+    h.make_node("MaxPool", ["c3"], ["p3"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    h.make_node("Split", ["p3"], ["sa", "sb"], axis=1),                           # views
+    h.make_node("Concat", ["sb", "sa"], ["cc"], axis=1),
+    h.make_node("AveragePool", ["cc"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+    h.make_node("Flatten", ["ap"], ["f"]),
+    h.make_node("Gemm", ["f", "fc", "fb"], ["g"]),
+    h.make_node("Softmax", ["g"], ["y"], axis=-1),
+]
+g = h.make_graph(nodes, "small", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 15, 13])],
+                 [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), w + "/small.onnx")
+np.save(w + "/x.npy", rng.normal(size=(1, 3, 15, 13)).astype(np.float32))
+PY
+
+for p in fp32 fp16; do
+  check "model-$p" "$build/ocl-infer" "$work/small.onnx" --input "x=$work/x.npy" --output-dir "$work/out-$p" \
+    --no-memory-plan --precision $p
+done
+for p in fp32 fp16; do
+  OCL_INFER_TEST_PRECISION=$p check "test_variants-$p" "$build/tests/test_variants"
+done
+suites=${OCLGRIND_SUITES:-"test_pool test_norm test_resize test_tensor_ops"}
+[ "$suites" = all ] && suites="test_activations test_conv test_elementwise test_gemm test_norm test_pool test_reduce test_resize test_tensor_ops"
+for s in $suites; do check "$s" "$build/tests/$s"; done
+echo "oclgrind_check: $fail failed, $(($(date +%s) - start)) s"
+[ $fail -eq 0 ]
