@@ -349,24 +349,30 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
   pvec acc[SEG_MAX];
 #pragma unroll
   for (int j = 0; j < SEG_MAX; ++j) acc[j] = (pvec)b;
+  // Unrolled over kh too for float32 3x3 and smaller; larger kernels (5x5) and float16 loads
+  // exceed the compiler's unroll budget with the j and kw loops unrolled inside (it said so in a
+  // warning on every build, and left the loop rolled).
+#if KH * KW <= 9 && !defined(XS_HALF)
 #pragma unroll
+#endif
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = oh * SH - pad_h + kh * DH;
     if (ih < 0 || ih >= H) continue;
     const __global XT* xr = X + ih * IN_W;
 #pragma unroll
     for (int j = 0; j < SEG_MAX; ++j) {
-      if (j >= count) break;
-      const int ow0 = interior ? (j0 + j) * OWB : BLOCK_START(j0 + j);
+      if (j < count) {  // not break: a loop with a second exit does not unroll fully
+        const int ow0 = interior ? (j0 + j) * OWB : BLOCK_START(j0 + j);
 #pragma unroll
-      for (int kw = 0; kw < KW; ++kw)
-        acc[j] = fma((pvec)w[kh * KW + kw],
-                     dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior, guarded), acc[j]);
+        for (int kw = 0; kw < KW; ++kw)
+          acc[j] = fma((pvec)w[kh * KW + kw],
+                       dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior, guarded), acc[j]);
+      }
     }
   }
 #pragma unroll
   for (int j = 0; j < SEG_MAX; ++j) {
-    if (j >= count) break;
+    if (j >= count) continue;  // not break: a loop with a second exit does not unroll fully
     const int o = oh * OUT_W + (interior ? (j0 + j) * OWB : BLOCK_START(j0 + j));
     // A row narrower than a vector: the full store spills into the following rows, which this
     // work-item writes afterwards; where it would pass the work-item's last row, lane by lane.
@@ -380,7 +386,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
       float t[OWB];
       PSTORE(acc[j], 0, t);
 #pragma unroll
-      for (int q = 0; q < OUT_W; ++q) {
+      for (int q = 0; q < (OUT_W < OWB ? OUT_W : OWB); ++q) {  // only reached when OUT_W < OWB
 #ifdef HAS_RESIDUAL
         t[q] += LD(RS, residual, o + q);
 #endif

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -224,6 +225,9 @@ inline ocl_infer::Session open_session(const ModelBuilder& m, ocl_infer::Session
   const std::string b = model_bytes(m);
   if (fp16_mode()) opt.precision = ocl_infer::Precision::Float16;
   if (const char* e = std::getenv("OCL_INFER_TEST_NO_MEMORY_PLAN"); e && std::string(e) == "1") opt.plan_memory = false;
+  // OCL_INFER_TEST_VERBOSE=1: the session log (device, compilation, kernel build warnings) on stderr.
+  if (const char* e = std::getenv("OCL_INFER_TEST_VERBOSE"); e && std::string(e) == "1" && !opt.log)
+    opt.log = [](const std::string& line) { std::fprintf(stderr, "ocl-infer: %s\n", line.c_str()); };
   return ocl_infer::Session::from_memory(b.data(), b.size(), opt);
 }
 
