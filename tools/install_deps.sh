@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
       libprotobuf-dev protobuf-compiler libonnx-dev libstb-dev libgtest-dev libonnx-testdata
-      python3 python3-numpy)
+      python3 python3-numpy oclgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

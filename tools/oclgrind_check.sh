@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs ocl-infer's kernels under oclgrind, an OpenCL simulator that reports out-of-bounds accesses,
-# data races on local and global memory, barrier divergence, API misuse and reads of uninitialised
-# memory, at small sizes:
+# data races on local and global memory, barrier divergence and API misuse, at small sizes:
 #   1. a small model through the CLI (conv + pooling + gemm + softmax + concat/split views), in
 #      fp32 and fp16, with every tensor in its own buffer (--no-memory-plan);
 #   2. the kernel-variant sweep (tests/test_variants: every variant and parameter value of conv,
 #      gemm and pooling on odd sizes), in fp32 and fp16;
-#   3. the op-family suites named in $OCLGRIND_SUITES (default: "test_pool test_norm test_resize
-#      test_tensor_ops"; "all" for every op-family suite, which takes hours).
+#   3. the op-family suites (activations, conv, elementwise, gemm, norm, pool, reduce, resize,
+#      tensor ops), or those named in $OCLGRIND_SUITES.
 # Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
-# kernel cache. Any oclgrind report fails the run.
+# kernel cache. Any oclgrind report fails the run. (oclgrind 21.10's --uninitialized plugin stops
+# at LLVM's `freeze` instruction, "Unsupported instruction", and leaves the kernel's output
+# unwritten, so uninitialised reads are not checked.)
 #
 #   tools/oclgrind_check.sh [BUILD_DIR]        (default: build; installs oclgrind when missing)
 set -uo pipefail
@@ -22,7 +23,7 @@ fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 export OCL_INFER_EXTRA_BUILD_OPTIONS="-Drestrict=" OCL_INFER_CACHE_DIR=off OCL_INFER_TEST_NO_MEMORY_PLAN=1
 python=/usr/bin/python3
-[ -x build/pyenv/bin/python ] && python=build/pyenv/bin/python
+[ -x "$build/pyenv/bin/python" ] && python="$build/pyenv/bin/python"
 fail=0
 start=$(date +%s)
 
@@ -30,9 +31,9 @@ start=$(date +%s)
 check() {
   local name=$1; shift
   local log="$work/$name.log" t0=$(date +%s)
-  oclgrind --check-api --data-races --uninitialized --max-errors 20 --log "$log" "$@" >"$work/$name.out" 2>&1
+  oclgrind --check-api --data-races --max-errors 20 --log "$log" "$@" >"$work/$name.out" 2>&1
   local rc=$?
-  if [ $rc -ne 0 ] || [ -s "$log" ]; then
+  if [ $rc -ne 0 ] || [ -s "$log" ] || grep -q "OCLGRIND" "$work/$name.out"; then
     echo "FAIL: $name (exit $rc, $(($(date +%s) - t0)) s)"
     head -40 "$log"; tail -20 "$work/$name.out"
     fail=$((fail + 1))
@@ -51,7 +52,7 @@ rng = np.random.default_rng(0)
 def const(name, *shape):
     return nh.from_array(rng.uniform(-0.5, 0.5, shape).astype(np.float32), name)
 inits = [const("w1", 8, 3, 3, 3), const("b1", 8), const("w2", 8, 1, 3, 3), const("w3", 6, 8, 1, 1),
-         const("fc", 96, 5), const("fb", 5)]
+         const("fc", 72, 5), const("fb", 5)]
 nodes = [
     h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
     h.make_node("Relu", ["c1"], ["r1"]),
@@ -79,8 +80,7 @@ done
 for p in fp32 fp16; do
   OCL_INFER_TEST_PRECISION=$p check "test_variants-$p" "$build/tests/test_variants"
 done
-suites=${OCLGRIND_SUITES:-"test_pool test_norm test_resize test_tensor_ops"}
-[ "$suites" = all ] && suites="test_activations test_conv test_elementwise test_gemm test_norm test_pool test_reduce test_resize test_tensor_ops"
+suites=${OCLGRIND_SUITES:-"test_activations test_conv test_elementwise test_gemm test_norm test_pool test_reduce test_resize test_tensor_ops"}
 for s in $suites; do check "$s" "$build/tests/$s"; done
 echo "oclgrind_check: $fail failed, $(($(date +%s) - start)) s"
 [ $fail -eq 0 ]
