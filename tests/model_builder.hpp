@@ -120,6 +120,13 @@ inline bool fp16_mode() {
   return on;
 }
 
+// `v` rounded to the nearest float16 (as a float).
+inline float to_half(float v) { return ocl_infer::half_to_float(ocl_infer::float_to_half(v)); }
+
+// The most one float16 rounding of `v` can move it: half an ulp (2^-11 |v|), or half the smallest
+// subnormal step below float16's normal range (bounded by 2^-24).
+inline double half_rounding(double v) { return std::ldexp(std::fabs(v), -11) + std::ldexp(1.0, -24); }
+
 // fp16 mode runs every other combination of a suite's case loops (`k` counts them), alternating
 // so that every case and every path still runs in some combination: the float16 paths are the
 // same macros in every kernel shape, and each combination costs a program build (CI time).
@@ -131,7 +138,7 @@ inline Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng
   std::uniform_real_distribution<float> d(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) {
     float v = d(rng);
-    if (fp16_mode()) v = ocl_infer::half_to_float(ocl_infer::float_to_half(v));
+    if (fp16_mode()) v = to_half(v);
     t.data<float>()[i] = v;
   }
   return t;
@@ -246,7 +253,7 @@ inline double rel_error(const Tensor& a, const Tensor& b) {
     const double want = b.data<float>()[i], got = a.data<float>()[i];
     double e = std::fabs(got - want);
     if (std::isnan(got) != std::isnan(want)) return INFINITY;
-    if (fp16_mode()) e = std::max(0.0, e - (std::ldexp(std::fabs(want), -11) + std::ldexp(1.0, -24)));
+    if (fp16_mode()) e = std::max(0.0, e - half_rounding(want));
     err = std::max(err, e);
   }
   return err / mx;

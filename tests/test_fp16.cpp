@@ -19,7 +19,7 @@ namespace {
 
 using ocl_infer::Precision;
 
-float h(double v) { return ocl_infer::half_to_float(ocl_infer::float_to_half(static_cast<float>(v))); }
+float h(double v) { return to_half(static_cast<float>(v)); }
 
 ocl_infer::Session session(const ModelBuilder& m, Precision p, std::vector<std::string> fp32_ops = {},
                            std::function<void(const std::string&)> log = {}) {
@@ -48,8 +48,7 @@ Tensor tensor(const std::vector<int64_t>& shape, const std::vector<float>& v) {
 // Bound on float32 accumulation error for a sum of n terms of total magnitude `abs_sum` (a
 // generous sqrt(n) model: 4 sqrt(n) 2^-24 abs_sum), plus one float16 rounding of the result.
 double fp32_sum_tolerance(double exact, double abs_sum, int64_t n) {
-  return std::ldexp(std::fabs(exact), -11) + 4 * std::sqrt(static_cast<double>(n)) * std::ldexp(abs_sum, -24) +
-         std::ldexp(1.0, -24);
+  return half_rounding(exact) + 4 * std::sqrt(static_cast<double>(n)) * std::ldexp(abs_sum, -24);
 }
 
 TEST(Fp16, LongMixedSignReductionsKeepFloat32Accumulation) {
@@ -152,7 +151,7 @@ TEST(Fp16, WideSoftmaxAndNormalisationOfOffsetData) {
     for (int64_t i = 0; i < n; ++i) {
       const double want = -std::exp(-x[i] - mx) / z;
       // exp and the division in float32 (a few ulp), one float16 rounding of p.
-      const double t = std::ldexp(std::fabs(want), -11) + 1e-6 * std::fabs(want) + std::ldexp(1.0, -24);
+      const double t = half_rounding(want) + 1e-6 * std::fabs(want);
       err = std::max(err, std::fabs(y.data<float>()[i] - want) / t);
       naive_err = std::max(naive_err, std::fabs(-h(std::exp(-x[i] - mx)) / naive_z - want) / t);
       tol = std::max(tol, t);
@@ -194,8 +193,7 @@ TEST(Fp16, WideSoftmaxAndNormalisationOfOffsetData) {
         const double want = (x[r * n + i] - mean) / std::sqrt(var + 1e-5);
         // One fp16 rounding of the output, float32 statistics over n terms of ~200 (relative
         // 2^-24 sqrt(n) on the mean, amplified by 200 / std in the centred value).
-        const double t = std::ldexp(std::fabs(want), -11) + 4 * std::sqrt(double(n)) * std::ldexp(200.0, -24) /
-                                                                std::sqrt(var) + std::ldexp(1.0, -24);
+        const double t = half_rounding(want) + 4 * std::sqrt(double(n)) * std::ldexp(200.0, -24) / std::sqrt(var);
         err = std::max(err, std::fabs(y.data<float>()[r * n + i] - want) / t);
       }
       EXPECT_LE(err, 1.0) << "row " << r;
@@ -246,7 +244,7 @@ TEST(Fp16, Float16ModelRunsInBothPrecisions) {
     for (int64_t k = 0; k < M * H * W; ++k) {
       const double got16 = ocl_infer::half_to_float(y16.data<uint16_t>()[k]);
       // float32 accumulation over 45 terms (< 1e-6 here), then the float16 rounding of the output.
-      const double tol = std::ldexp(std::fabs(exact[k]), -11) + 1e-6 + std::ldexp(1.0, -24);
+      const double tol = half_rounding(exact[k]) + 1e-6;
       EXPECT_NEAR(got16, exact[k], tol) << k;
       EXPECT_EQ(static_cast<double>(y32.data<float>()[k]), got16) << "the Cast of y16 must be exact";
     }

@@ -391,7 +391,7 @@ int classify(ocl_infer::Session& s, Args a) {
     const int64_t n = y.numel();
     // A NaN or infinity in the scores would come out of the softmax below as plausible-looking
     // probabilities: say so instead.
-    const int64_t bad = std::count_if(p, p + n, [](float v) { return !std::isfinite(v); });
+    const int64_t bad = cli::count_non_finite(y);
     if (bad > 0)
       throw ocl_infer::InputError(
           "the model's output '" + s.outputs()[0].name + "' for '" + a.images[k] + "' has " + std::to_string(bad) +
