@@ -34,3 +34,34 @@ __kernel void copy_contiguous(__global const E* src, __global E* dst, long in_of
   if (i >= n) return;
   dst[out_off + i] = src[in_off + i];
 }
+
+// A (batched) transpose: view dims [batch, A, B] where the input is contiguous along A and the
+// output along B. A work-item moves a TILE x TILE block through registers, so that both its reads
+// and its writes are runs of TILE neighbours instead of one stride-B gather per element.
+#ifdef TILE
+__kernel void copy_transpose(__global const E* src, __global E* dst, long in_off, long out_off, int A, int B,
+                             long in_bs, long in_js, long out_bs, long out_as) {
+  const int a0 = get_global_id(0) * TILE, j0 = get_global_id(1) * TILE;
+  const long b = get_global_id(2);
+  if (a0 >= A || j0 >= B) return;
+  src += in_off + b * in_bs;
+  dst += out_off + b * out_bs;
+  E t[TILE][TILE];
+  const int na = min(TILE, A - a0), nj = min(TILE, B - j0);
+  if (na == TILE && nj == TILE) {
+#pragma unroll
+    for (int j = 0; j < TILE; ++j)
+#pragma unroll
+      for (int a = 0; a < TILE; ++a) t[j][a] = src[(long)(j0 + j) * in_js + a0 + a];
+#pragma unroll
+    for (int a = 0; a < TILE; ++a)
+#pragma unroll
+      for (int j = 0; j < TILE; ++j) dst[(long)(a0 + a) * out_as + j0 + j] = t[j][a];
+  } else {
+    for (int j = 0; j < nj; ++j)
+      for (int a = 0; a < na; ++a) t[j][a] = src[(long)(j0 + j) * in_js + a0 + a];
+    for (int a = 0; a < na; ++a)
+      for (int j = 0; j < nj; ++j) dst[(long)(a0 + a) * out_as + j0 + j] = t[j][a];
+  }
+}
+#endif

@@ -98,8 +98,17 @@ typedef float real;
 #define F(x) rint(x)  // round half to even, as ONNX requires
 #elif defined(OP_SIGN)
 #define F(x) ((x) > (CA)0 ? (CA)1 : ((x) < (CA)0 ? (CA)-1 : (CA)0))
-#elif defined(OP_ERF)
+#elif defined(OP_ERF) && defined(USE_FP64)
 #define F(x) erf(x)
+#elif defined(OP_ERF)
+#define F(x) erf_fast(x)
+#elif defined(OP_POW_2)
+#define F(x) ((x) * (x))
+#elif defined(OP_POW_3)
+#define F(x) ((x) * (x) * (x))
+#elif defined(OP_POW_HALF)
+// pow(x, 0.5) is +0 at -0 and +inf at -inf, where sqrt gives -0 and NaN.
+#define F(x) (isinf(x) ? fabs(x) : fabs(sqrt(x)))
 #elif defined(OP_NOT)
 #define F(x) (!(x))
 #elif defined(OP_SIN)

@@ -3,6 +3,7 @@
 // the activation table):
 //   -DEPILOGUE_ACT=ACT_<KERNEL>       the activation's macro in activation.cl (none: identity)
 //   -DEPILOGUE_ACT_VECTOR             that macro may be applied to whole float vectors
+//   -DEPILOGUE_ACT_VECTOR_FN=f        else functions f_float4/8/16 apply it to whole vectors
 //   -DACT_ALPHA=.. -DACT_BETA=..      its parameters
 //   -DHAS_RESIDUAL                    the kernel also reads a residual tensor
 #include "activation.cl"
@@ -25,7 +26,11 @@ inline float epilogue_act(float v) {
 // The epilogue on a vector of 4, 8 or 16 floats: whole-vector when the activation allows it,
 // else lane by lane through registers. EPILOGUE_VEC(v, N) picks the function for width N (which
 // may itself be a macro).
-#if defined(EPILOGUE_ACT) && !defined(EPILOGUE_ACT_VECTOR)
+#if defined(EPILOGUE_ACT) && defined(EPILOGUE_ACT_VECTOR_FN) && !defined(EPILOGUE_ACT_VECTOR)
+#define EPILOGUE_VEC__(f, N) f##_float##N
+#define EPILOGUE_VEC_(f, N) EPILOGUE_VEC__(f, N)
+#define EPILOGUE_VEC(v, N) EPILOGUE_VEC_(EPILOGUE_ACT_VECTOR_FN, N)(v)
+#elif defined(EPILOGUE_ACT) && !defined(EPILOGUE_ACT_VECTOR)
 inline float4 epilogue_vec4(float4 v) {
   float t[4];
   vstore4(v, 0, t);

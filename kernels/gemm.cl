@@ -96,7 +96,24 @@ __kernel void gemm_f32_packed(__global const STORE_TYPE(AS)* restrict A, int a_r
 #pragma unroll
   for (int i = 0; i < MR; ++i) {
     const int m = m0 + i;
-    if (m < M) {
+    if (m < M && cols == NR) {
+      // A whole panel: the epilogue on vectors (vectorised activations such as GELU).
+      const long o = (long)m * N + n0;
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        vec r = alpha * acc[i][v];
+#ifdef HAS_C
+        float cv[VW];
+#pragma unroll
+        for (int j = 0; j < VW; ++j) cv[j] = beta * LD(CS, C, (long)m * c_rs + (long)(n0 + v * VW + j) * c_cs);
+        r += VLOAD(0, cv);
+#endif
+#ifdef HAS_RESIDUAL
+        r += LDN(RS, VW, residual + o + v * VW, 0);
+#endif
+        STN(YS, VW, Y + o + v * VW, 0, EPILOGUE_VEC(r, VW));
+      }
+    } else if (m < M) {
       float row[NR];
 #pragma unroll
       for (int v = 0; v < NV; ++v) VSTORE(alpha * acc[i][v], v, row);

@@ -91,6 +91,95 @@ __kernel void lrn(__global const T* x, __global T* y, long n, long channels, lon
   ST(S, y, i, LD(S, x, i) / pow((CT)bias + (CT)alpha / (CT)size * sq, (CT)beta));
 }
 
+// Statistics and output of one contiguous row of n elements: two passes (mean, then the mean of
+// squared deviations) and the normalised, scaled row. -DROW_VEC=8 (n a multiple of 8, float
+// statistics): the passes run on float8 vectors.
+#if defined(ROW_VEC) && !defined(USE_FP64)
+#define RV 8
+#define rvec float8
+#define RV_SUM(v) (((v).s0 + (v).s4) + ((v).s1 + (v).s5) + ((v).s2 + (v).s6) + ((v).s3 + (v).s7))
+inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
+                     __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
+                     __global T* inv_out, float eps) {
+  const long nv = n / RV;
+  rvec s = 0;
+  for (long r = 0; r < nv; ++r) s += LDN(S, 8, xr, r);
+  const float mean = RV_SUM(s) / (float)n;
+  rvec q = 0;
+  for (long r = 0; r < nv; ++r) {
+    const rvec d = LDN(S, 8, xr, r) - mean;
+    q += d * d;
+  }
+  const float var = RV_SUM(q) / (float)n;
+#ifdef STD_PLUS_EPS
+  const float inv = 1.0f / (sqrt(var) + eps);
+#else
+  const float inv = 1.0f / sqrt(var + eps);
+#endif
+#ifdef STATS_OUT
+  if (mean_out) ST(S, mean_out, row, mean);
+  if (inv_out) ST(S, inv_out, row, inv);
+#endif
+  for (long r = 0; r < nv; ++r) {
+    rvec v = (LDN(S, 8, xr, r) - mean) * inv;
+#if defined(AFFINE_COL)
+    // scale_n and bias_n divide n here (a suffix of the row), and are multiples of 8 or 1.
+    v *= scale_n == 1 ? (rvec)LD(S, scale, 0) : LDN(S, 8, scale, r % (scale_n / RV));
+#ifdef HAS_BIAS
+    v += bias_n == 1 ? (rvec)LD(S, bias, 0) : LDN(S, 8, bias, r % (bias_n / RV));
+#endif
+#elif defined(AFFINE_ROW)
+    v = v * LD(S, scale, row % scale_n) + LD(S, bias, row % bias_n);
+#endif
+    STN(S, 8, yr, r, v);
+  }
+}
+#else
+inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
+                     __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
+                     __global T* inv_out, float eps) {
+  TA s = 0;
+  for (long r = 0; r < n; ++r) s += (TA)LD(S, xr, r);
+  const TA mean = s / (TA)n;
+  TA q = 0;
+  for (long r = 0; r < n; ++r) {
+    const TA d = (TA)LD(S, xr, r) - mean;
+    q += d * d;
+  }
+  const TA var = q / (TA)n;
+#ifdef STD_PLUS_EPS
+  const TA inv = (TA)1 / (sqrt(var) + (TA)eps);
+#else
+  const TA inv = (TA)1 / sqrt(var + (TA)eps);
+#endif
+#ifdef STATS_OUT
+  if (mean_out) ST(S, mean_out, row, (CT)mean);
+  if (inv_out) ST(S, inv_out, row, (CT)inv);
+#endif
+  for (long r = 0; r < n; ++r) {
+    TA v = ((TA)LD(S, xr, r) - mean) * inv;
+#if defined(AFFINE_COL)
+    v *= (TA)LD(S, scale, r % scale_n);
+#ifdef HAS_BIAS
+    v += (TA)LD(S, bias, r % bias_n);
+#endif
+#elif defined(AFFINE_ROW)
+    v = v * (TA)LD(S, scale, row % scale_n) + (TA)LD(S, bias, row % bias_n);
+#endif
+    ST(S, yr, r, (CT)v);
+  }
+}
+#endif
+
+// One work-item per contiguous row (CPU devices: no local-memory reduction).
+__kernel void norm_rows_serial(__global const T* x, __global T* y, long rows, long n, __global const T* scale,
+                               __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
+                               __global T* inv_out, float eps) {
+  const long row = get_global_id(0);
+  if (row >= rows) return;
+  norm_row(x + row * n, y + row * n, row, n, scale, bias, scale_n, bias_n, mean_out, inv_out, eps);
+}
+
 #ifdef WG
 #ifndef NK
 #define NK 0

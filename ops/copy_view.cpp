@@ -158,6 +158,21 @@ void run_copies_device(BuildContext& ctx, const std::vector<CopyView>& views) {
                  ctx.out_buf(v.output), v.in_offset, v.out_offset, n);
       continue;
     }
+    // A batched transpose (NCHW <-> NHWC, attention heads): [batch,] A, B with the input
+    // contiguous along A and the output along B.
+    const size_t nd = v.dims.size();
+    if ((nd == 2 || nd == 3) && v.in_strides[nd - 2] == 1 && v.out_strides[nd - 1] == 1 && v.dims[nd - 1] < INT32_MAX &&
+        v.dims[nd - 2] < INT32_MAX) {
+      const int tile = 8;
+      const int64_t A = v.dims[nd - 2], B = v.dims[nd - 1], batch = nd == 3 ? v.dims[0] : 1;
+      ctx.launch("copy", "copy_transpose", opts + " -DTILE=" + std::to_string(tile),
+                 {static_cast<size_t>((A + tile - 1) / tile), static_cast<size_t>((B + tile - 1) / tile),
+                  static_cast<size_t>(batch)},
+                 {1, 1, 1}, ctx.in_buf(v.input), ctx.out_buf(v.output), v.in_offset, v.out_offset,
+                 static_cast<int32_t>(A), static_cast<int32_t>(B), nd == 3 ? v.in_strides[0] : int64_t{0},
+                 v.in_strides[nd - 1], nd == 3 ? v.out_strides[0] : int64_t{0}, v.out_strides[nd - 2]);
+      continue;
+    }
     std::vector<int64_t> p = v.dims;
     p.insert(p.end(), v.in_strides.begin(), v.in_strides.end());
     p.insert(p.end(), v.out_strides.begin(), v.out_strides.end());

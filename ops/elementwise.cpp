@@ -344,6 +344,17 @@ void binary_build(BuildContext& ctx) {
     cs[0] = ctx.in_shape(1)[0];
     slope.shape = cs;
   }
+  // Pow with a constant exponent of 2, 3 or 0.5 (decomposed LayerNorm / RMSNorm, L2 norms):
+  // multiplications or sqrt instead of pow(), a slow library call on CPU devices.
+  if (ctx.node().op_type == "Pow" && is_float(ctx.in_type(0)) && ctx.is_const(1) && numel(ctx.in_shape(1)) == 1 &&
+      ctx.out_shape(0) == ctx.in_shape(0)) {
+    const double e = host_get_f(ctx.in_data(1), 0);
+    const char* macro = e == 2.0 ? "POW_2" : e == 3.0 ? "POW_3" : e == 0.5 ? "POW_HALF" : nullptr;
+    if (macro) {
+      launch_elementwise(ctx, macro, {ctx.input(0)}, ctx.output(0));
+      return;
+    }
+  }
   launch_elementwise(ctx, b.macro, {ctx.input(0), slope}, ctx.output(0));
 }
 

@@ -10,6 +10,7 @@ std::string epilogue_defines(const Epilogue& e) {
   if (e.act) {
     s += std::string(" -DEPILOGUE_ACT=ACT_") + e.act->kernel;
     if (e.act->vector_exact) s += " -DEPILOGUE_ACT_VECTOR";
+    else if (e.act->vector_fn) s += std::string(" -DEPILOGUE_ACT_VECTOR_FN=") + e.act->vector_fn;
     if (e.act->alpha.attr || e.act->alpha.def != 0.0f || e.act->beta.attr || e.act->beta.def != 0.0f)
       s += " -DACT_ALPHA=" + float_literal(e.alpha) + " -DACT_BETA=" + float_literal(e.beta);
   }

@@ -234,10 +234,16 @@ MatmulShape matmul_shape(const OpContext& ctx) {
   return s;
 }
 
+// A third input is a per-column bias that the fuse_matmul_bias pass adds (ONNX's MatMul has two).
 void matmul_infer(OpContext& ctx) {
   require_float(ctx, 0);
   require_float(ctx, 1);
   MatmulShape s = matmul_shape(ctx);
+  if (ctx.num_inputs() > 2) {
+    require_float(ctx, 2);
+    if (s.out.empty() || numel(ctx.in_shape(2)) != s.out.back())
+      ctx.fail("fused bias " + shape_to_string(ctx.in_shape(2)) + " is not one value per output column");
+  }
   ctx.set_out(0, ctx.in_type(0), s.out);
 }
 
@@ -268,6 +274,13 @@ void matmul_build(BuildContext& ctx) {
       d.b_index[i] = broadcast_index(s.batch, s.b_batch, i);
     }
   }
+  if (ctx.has_input(2)) {
+    d.c = ctx.in_buf(2);
+    d.c_storage = ctx.input(2).dtype;
+    d.c_rs = 0;
+    d.c_cs = 1;
+    d.beta = 1.0f;
+  }
   d.a_storage = ctx.input(0).dtype;
   d.y_storage = ctx.output(0).dtype;
   launch_gemm(ctx, ctx.in_buf(0), ctx.out_buf(0), d);
@@ -282,7 +295,7 @@ double gemm_flops(const OpContext& ctx) {
 double matmul_flops(const OpContext& ctx) {
   const Shape& a = ctx.in_shape(0);
   const int64_t k = a.empty() ? 1 : a.back();
-  return static_cast<double>(numel(ctx.out_shape(0))) * 2.0 * static_cast<double>(k);
+  return static_cast<double>(numel(ctx.out_shape(0))) * (2.0 * static_cast<double>(k) + (ctx.has_input(2) ? 1 : 0));
 }
 
 // Folding a per-column affine into Gemm: B's output columns (its rows when transposed); only a

@@ -8,6 +8,7 @@
 #include "ops/epilogue.hpp"
 #include "runtime/ir/host_math.hpp"
 #include "ops/reduce_ops.hpp"
+#include "ops/variants.hpp"
 
 namespace oi {
 
@@ -130,25 +131,93 @@ struct RowNorm {
   float eps = 1e-5f;
 };
 
-// One work-group per row (see norm_rows in kernels/norm.cl).
+// The row normalizations as a kernel family (ops/variants.hpp).
+struct NormRowsDesc {
+  const RowNorm* rn;
+  ReduceGeometry g;
+  std::string base;  // type and geometry build options
+  // Rows are contiguous and consecutive: row r spans [r * n_red, (r + 1) * n_red).
+  bool contiguous() const {
+    return g.nr() == 1 && g.red_strides[0] == 1 && (g.nk() == 0 || (g.nk() == 1 && g.kept_strides[0] == g.n_red));
+  }
+};
+
+struct NormRowsArgs {
+  cl_mem scale, bias, mean_out, inv_out;
+  int64_t scale_n, bias_n;
+};
+
+NormRowsArgs norm_rows_args(BuildContext& ctx, const RowNorm& rn) {
+  NormRowsArgs a{};
+  a.scale = rn.scale >= 0 ? ctx.in_buf(rn.scale) : nullptr;
+  a.bias = rn.bias >= 0 ? ctx.in_buf(rn.bias) : nullptr;
+  a.scale_n = rn.scale >= 0 ? numel(ctx.in_shape(rn.scale)) : 1;
+  a.bias_n = rn.bias >= 0 ? numel(ctx.in_shape(rn.bias)) : 1;
+  a.mean_out = ctx.has_output(1) ? ctx.out_buf(1) : nullptr;
+  a.inv_out = ctx.has_output(2) ? ctx.out_buf(2) : nullptr;
+  return a;
+}
+
+// group: one work-group per row, a tree reduction in local memory (GPU-shaped; any geometry).
+bool group_applies(const NormRowsDesc&, const DeviceCaps&) { return true; }
+VariantParams group_defaults(const NormRowsDesc& d, const DeviceCaps&) {
+  return {{"wg", static_cast<int>(row_work_group(d.g.n_red))}};
+}
+bool group_valid(const NormRowsDesc&, const DeviceCaps& c, const VariantParams& p) {
+  const int wg = p.at("wg");
+  return wg >= 1 && wg <= 1024 && (wg & (wg - 1)) == 0 && static_cast<size_t>(wg) <= c.max_work_group_size;
+}
+void group_run(BuildContext& ctx, const NormRowsDesc& d, const VariantParams& p) {
+  const auto params = d.g.params();
+  cl_mem pm = ctx.params(params.data(), params.size() * sizeof(int64_t));
+  std::string opts;
+  const size_t wg = pick_work_group(ctx, "norm", "norm_rows", d.base, static_cast<size_t>(p.at("wg")), &opts);
+  const NormRowsArgs a = norm_rows_args(ctx, *d.rn);
+  ctx.launch("norm", "norm_rows", opts, {static_cast<size_t>(d.g.n_out) * wg}, {wg}, ctx.in_buf(0), ctx.out_buf(0),
+             pm, d.g.n_red, a.scale, a.bias, a.scale_n, a.bias_n, a.mean_out, a.inv_out, d.rn->eps);
+}
+
+// serial: one work-item per contiguous row (CPU-shaped: PoCL runs a work-group as a loop, so a
+// local-memory reduction over 32-128 work-items costs more than the row itself for short rows).
+bool serial_applies(const NormRowsDesc& d, const DeviceCaps&) { return d.contiguous(); }
+bool serial_preferred(const NormRowsDesc& d, const DeviceCaps& c) {
+  // Enough rows to fill the device with one work-item each, rows short enough for one work-item.
+  return c.is_cpu() && d.g.n_out >= 16 * static_cast<int64_t>(c.compute_units) && d.g.n_red <= 65536;
+}
+VariantParams serial_defaults(const NormRowsDesc&, const DeviceCaps&) { return {{"local", 16}}; }
+bool serial_valid(const NormRowsDesc&, const DeviceCaps& c, const VariantParams& p) {
+  const int l = p.at("local");
+  return l >= 1 && static_cast<size_t>(l) <= c.max_work_group_size;
+}
+void serial_run(BuildContext& ctx, const NormRowsDesc& d, const VariantParams& p) {
+  const size_t local = static_cast<size_t>(p.at("local"));
+  const NormRowsArgs a = norm_rows_args(ctx, *d.rn);
+  // Whole float8 vectors when the row, the scale and the bias split into them.
+  auto splits = [](int64_t k) { return k == 1 || k % 8 == 0; };
+  const bool vec = ctx.input(0).dtype != DType::Float64 && d.g.n_red % 8 == 0 && splits(a.scale_n) && splits(a.bias_n);
+  ctx.launch("norm", "norm_rows_serial", d.base + (vec ? " -DROW_VEC=8" : ""), {round_up(static_cast<size_t>(d.g.n_out), local)}, {local},
+             ctx.in_buf(0), ctx.out_buf(0), d.g.n_out, d.g.n_red, a.scale, a.bias, a.scale_n, a.bias_n, a.mean_out,
+             a.inv_out, d.rn->eps);
+}
+
+const KernelFamily<NormRowsDesc>& norm_family() {
+  static const KernelFamily<NormRowsDesc> f{
+      "norm",
+      {
+          {"serial", "contiguous rows (LayerNormalization): one work-item per row", {{"local", {1, 4, 16, 64}}},
+           serial_applies, serial_valid, serial_defaults, serial_run, serial_preferred},
+          {"group", "any row geometry: one work-group per row, reduction in local memory",
+           {{"wg", {32, 64, 128, 256}}}, group_applies, group_valid, group_defaults, group_run},
+      }};
+  return f;
+}
+
 void launch_norm_rows(BuildContext& ctx, const RowNorm& rn) {
   const DType t = ctx.input(0).dtype;
-  const ReduceGeometry g = reduce_geometry(ctx.in_shape(0), rn.reduced);
-  const std::string base = float_type_defines(ctx, t) + g.defines() + rn.defines;
-  if (g.n_out == 0 || g.n_red == 0) return;
-  const auto p = g.params();
-  cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
-  std::string opts;
-  const size_t wg = pick_work_group(ctx, "norm", "norm_rows", base, row_work_group(g.n_red), &opts);
-  cl_mem none = nullptr;
-  cl_mem scale = rn.scale >= 0 ? ctx.in_buf(rn.scale) : none;
-  cl_mem bias = rn.bias >= 0 ? ctx.in_buf(rn.bias) : none;
-  const int64_t scale_n = rn.scale >= 0 ? numel(ctx.in_shape(rn.scale)) : 1;
-  const int64_t bias_n = rn.bias >= 0 ? numel(ctx.in_shape(rn.bias)) : 1;
-  cl_mem mean_out = ctx.has_output(1) ? ctx.out_buf(1) : none;
-  cl_mem inv_out = ctx.has_output(2) ? ctx.out_buf(2) : none;
-  ctx.launch("norm", "norm_rows", opts, {static_cast<size_t>(g.n_out) * wg}, {wg}, ctx.in_buf(0),
-             ctx.out_buf(0), pm, g.n_red, scale, bias, scale_n, bias_n, mean_out, inv_out, rn.eps);
+  NormRowsDesc d{&rn, reduce_geometry(ctx.in_shape(0), rn.reduced), ""};
+  d.base = float_type_defines(ctx, t) + d.g.defines() + rn.defines;
+  if (d.g.n_out == 0 || d.g.n_red == 0) return;
+  run_variant(ctx, norm_family(), d);
 }
 
 // LayerNormalization's Scale and B broadcast to X.shape[axis:]; supported when, without leading
@@ -335,6 +404,8 @@ double one_per_output(const OpContext& ctx) { return static_cast<double>(numel(c
 
 }  // namespace
 
+std::vector<VariantInfo> norm_variant_info() { return family_info(norm_family()); }
+
 void add_norm_ops(std::vector<OpDef>& t) {
   // `inplace` where output 0 may overwrite input 0: every element (BatchNormalization) or every
   // row (the rest) is read in full by the work-item or work-group that writes it, and no other
@@ -347,7 +418,9 @@ void add_norm_ops(std::vector<OpDef>& t) {
     t.push_back(OpDef("BatchNormalization", v, bn_infer).build(bn_build).inplace().epilogue().flops(two_per_output).shared_storage().any_storage());
   for (int v : {1, 6})
     t.push_back(OpDef("InstanceNormalization", v, instnorm_infer).build(instnorm_build).inplace().flops(two_per_output).shared_storage().any_storage());
-  t.push_back(OpDef("LayerNormalization", 17, ln_infer).build(ln_build).flops(two_per_output).shared_storage().any_storage());
+  // Standard since opset 17; accepted at any opset (as ONNX Runtime does) because the
+  // fuse_layernorm pass makes it from the decomposed form that older exports contain.
+  t.push_back(OpDef("LayerNormalization", 1, ln_infer).build(ln_build).flops(two_per_output).shared_storage().any_storage());
   for (int v : {9, 13})
     t.push_back(OpDef("MeanVarianceNormalization", v, mvn_infer).build(mvn_build).inplace().flops(one_per_output).shared_storage().any_storage());
   for (int v : {1, 13}) t.push_back(OpDef("LRN", v, lrn_infer).build(lrn_build).flops(one_per_output).shared_storage().any_storage());

@@ -3,7 +3,8 @@
 // parameters (the candidate values a tuner would try), gives today's heuristic as its default
 // parameters for a device, and builds its launches. The choice is made in one place
 // (run_variant): a variant forced by the session (SessionOptions::kernel_variants or
-// $OCL_INFER_VARIANT) when it applies, else the first variant that applies, with its defaults.
+// $OCL_INFER_VARIANT) when it applies, else the first variant that applies and that the device
+// class prefers, with its defaults.
 // The autotuner will plug in here, as another source of parameters.
 #pragma once
 
@@ -32,6 +33,9 @@ struct KernelVariant {
   bool (*valid)(const Desc&, const DeviceCaps&, const VariantParams&);
   VariantParams (*defaults)(const Desc&, const DeviceCaps&);
   void (*run)(BuildContext&, const Desc&, const VariantParams&);
+  // The device-class heuristic: whether the untuned choice takes this variant when it applies
+  // (nullptr: always). A forced variant only needs to apply.
+  bool (*preferred)(const Desc&, const DeviceCaps&) = nullptr;
 };
 
 template <typename Desc>
@@ -97,7 +101,7 @@ void run_variant(BuildContext& ctx, const KernelFamily<Desc>& fam, const Desc& d
   }
   if (!chosen)
     for (auto& v : fam.variants)
-      if (v.applies(d, caps)) {
+      if (v.applies(d, caps) && (!v.preferred || v.preferred(d, caps))) {
         chosen = &v;
         use.params = v.defaults(d, caps);
         break;

@@ -92,4 +92,67 @@ TEST(Elementwise, WrongInputShapeIsAClearError) {
   }
 }
 
+// Erf runs on a polynomial approximation (kernels/activation.cl), not the library call: checked
+// densely against double precision. Tolerance: 2 float roundings of the result (2^-23 relative)
+// plus 2^-26 absolute near 0.5 where the series hands over to 1 - erfc.
+TEST(Elementwise, ErfWithinTwoRoundingsEverywhere) {
+  if (fp16_mode()) GTEST_SKIP() << "exact values of the float32 kernel (values beyond float16's range)";
+  std::vector<float> xs;
+  for (float x = -6.f; x <= 6.f; x += 1.f / 512) xs.push_back(x);
+  for (float x : {1e-30f, -1e-30f, 1e-8f, 0.0f, -0.0f, 0.49999997f, 0.5f, 0.50000006f, 3.9f, 4.0f, 10.f, 1e30f,
+                  -1e30f, INFINITY, -INFINITY})
+    xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  ModelBuilder m;
+  m.input("x", DType::Float32, {n}).output("y");
+  m.node("Erf", {"x"}, {"y"});
+  const Tensor got = run_model(m, {{"x", make_tensor(DType::Float32, {n}, xs.data())}}).at("y");
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = std::erf(static_cast<double>(xs[i])), g = got.data<float>()[i];
+    const double tol = std::ldexp(std::fabs(want), -22) + std::ldexp(1.0, -26);
+    EXPECT_NEAR(g, want, tol) << "erf(" << xs[i] << ")";
+    worst = std::max(worst, std::fabs(g - want) / std::max(std::fabs(want), 1e-30));
+  }
+  std::printf("erf: worst relative error %.3g over %lld values\n", worst, static_cast<long long>(n));
+  // NaN stays NaN.
+  const float nan = NAN;
+  ModelBuilder m1;
+  m1.input("x", DType::Float32, {1}).output("y");
+  m1.node("Erf", {"x"}, {"y"});
+  EXPECT_TRUE(std::isnan(run_model(m1, {{"x", make_tensor(DType::Float32, {1}, &nan)}}).at("y").data<float>()[0]));
+}
+
+// Pow with a constant exponent of 2, 3 or 0.5 runs as multiplications or sqrt: same values as
+// std::pow, including negative bases, signed zeros and infinities; other exponents keep pow().
+TEST(Elementwise, PowWithConstantExponent) {
+  if (fp16_mode()) GTEST_SKIP() << "exact values of the float32 kernel (values beyond float16's range)";
+  std::vector<float> xs;
+  for (float x = -5.f; x <= 5.f; x += 0.37f) xs.push_back(x);
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, 1e20f, -1e20f, 1e-20f}) xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (float e : {2.0f, 3.0f, 0.5f, 1.5f, -1.0f}) {
+    ModelBuilder m;
+    Tensor et(DType::Float32, {});
+    et.data<float>()[0] = e;
+    m.input("x", DType::Float32, {n}).output("y").initializer("e", et);
+    m.node("Pow", {"x", "e"}, {"y"});
+    const Tensor got = run_model(m, {{"x", make_tensor(DType::Float32, {n}, xs.data())}}).at("y");
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = std::pow(xs[i], e), g = got.data<float>()[i];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(g)) << "pow(" << xs[i] << ", " << e << ") = " << g;
+        continue;
+      }
+      if (std::isinf(want) || want == 0) {
+        EXPECT_EQ(g, want) << "pow(" << xs[i] << ", " << e << ")";
+        EXPECT_EQ(std::signbit(g), std::signbit(want)) << "pow(" << xs[i] << ", " << e << ")";
+        continue;
+      }
+      const double tol = std::ldexp(std::fabs(want), -21);
+      EXPECT_NEAR(g, want, tol) << "pow(" << xs[i] << ", " << e << ")";
+    }
+  }
+}
+
 }  // namespace

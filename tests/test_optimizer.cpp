@@ -7,6 +7,7 @@
 #include "tests/model_builder.hpp"
 
 using namespace testing_util;
+using Shape = std::vector<int64_t>;
 
 namespace {
 
@@ -194,6 +195,169 @@ TEST(Optimizer, MatMulBiasAndActivationBecomeOneGemm) {
   m.node("Relu", {"z"}, {"y"});
   auto r = check_same(m, {{"a", random_tensor({7, 13}, rng)}});
   EXPECT_EQ(r.ops, std::vector<std::string>{"MatMul+Add+Relu"});
+}
+
+Tensor scalar_tensor(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+// y = GELU(x @ w + bias) in double, x [rows, K] (leading dims flattened), w [K, N].
+Tensor linear_gelu_reference(const Tensor& x, const Tensor& w, const Tensor& bias, bool gelu) {
+  const int64_t K = w.shape[0], N = w.shape[1], rows = x.numel() / K;
+  Shape ys = x.shape;
+  ys.back() = N;
+  Tensor y(DType::Float32, ys);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = bias.data<float>()[n % bias.numel()];
+      for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(x.data<float>()[r * K + k]) * w.data<float>()[k * N + n];
+      y.data<float>()[r * N + n] = static_cast<float>(gelu ? 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0))) : acc);
+    }
+  return y;
+}
+
+// A transformer Linear layer: a batched MatMul [B, T, K] x [K, N] plus bias, then the Erf GELU,
+// becomes one MatMul kernel (bias and GELU in its epilogue). N = 40 covers both the whole-panel
+// vector epilogue and the partial last panel.
+TEST(Optimizer, BatchedMatMulBiasGeluIsOneKernel) {
+  std::mt19937 rng(21);
+  for (bool bias_3d : {false, true}) {
+    ModelBuilder m(13);
+    m.input("a", DType::Float32, {2, 5, 16}).output("y");
+    Tensor w = random_tensor({16, 40}, rng), bias = random_tensor(bias_3d ? Shape{1, 1, 40} : Shape{40}, rng);
+    m.initializer("w", w).initializer("bias", bias);
+    m.initializer("sqrt2", scalar_tensor(1.4142135f)).initializer("one", scalar_tensor(1.f));
+    m.initializer("half", scalar_tensor(0.5f));
+    m.node("MatMul", {"a", "w"}, {"mm"});
+    m.node("Add", {"mm", "bias"}, {"x"});
+    m.node("Div", {"x", "sqrt2"}, {"d"});
+    m.node("Erf", {"d"}, {"e"});
+    m.node("Add", {"e", "one"}, {"p"});
+    m.node("Mul", {"x", "p"}, {"q"});
+    m.node("Mul", {"q", "half"}, {"y"});
+    Tensor a = random_tensor({2, 5, 16}, rng, -2, 2);
+    auto r = check_same(m, {{"a", a}});
+    EXPECT_EQ(r.ops, std::vector<std::string>{"MatMul+Add+Div+Erf+Add+Mul+Mul"});
+    EXPECT_LE(rel_error(r.out.at("y"), linear_gelu_reference(a, w, bias, true)), 1e-5);
+  }
+  // The MatMul's output also read elsewhere: nothing fuses, same numbers.
+  ModelBuilder m(13);
+  m.input("a", DType::Float32, {3, 4, 9}).output("y").output("mm");
+  Tensor w = random_tensor({9, 7}, rng), bias = random_tensor({7}, rng);
+  m.initializer("w", w).initializer("bias", bias);
+  m.node("MatMul", {"a", "w"}, {"mm"});
+  m.node("Add", {"mm", "bias"}, {"y"});
+  Tensor a = random_tensor({3, 4, 9}, rng);
+  auto r = check_same(m, {{"a", a}});
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"MatMul", "Add"}));
+  EXPECT_LE(rel_error(r.out.at("y"), linear_gelu_reference(a, w, bias, false)), 1e-5);
+}
+
+// LayerNorm over the trailing dims from `axis` in double: (x - mean) / sqrt(var + eps) * g + b.
+Tensor layernorm_reference(const Tensor& x, int axis, double eps, const Tensor* g, const Tensor* b) {
+  int64_t n = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d) n *= x.shape[d];
+  Tensor y(DType::Float32, x.shape);
+  for (int64_t r = 0; r < x.numel() / n; ++r) {
+    const float* xr = x.data<float>() + r * n;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += xr[i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = (xr[i] - mean) / std::sqrt(var + eps);
+      if (g) v *= g->data<float>()[i % g->numel()];
+      if (b) v += b->data<float>()[i % b->numel()];
+      y.data<float>()[r * n + i] = static_cast<float>(v);
+    }
+  }
+  return y;
+}
+
+// The LayerNorm that exporters write out before opset 17 becomes one LayerNormalization kernel:
+// with Pow or Mul for the square, axes as an attribute (opset 13) or an input (opset 18), over one
+// or two trailing dims, with and without scale and shift. Patterns that differ stay unfused.
+TEST(Optimizer, FusesDecomposedLayerNorm) {
+  std::mt19937 rng(22);
+  struct Case {
+    std::string name;
+    int opset;
+    Shape x;
+    std::vector<int64_t> axes;
+    bool pow, gamma, beta;
+    bool fuses;
+  };
+  const Case cases[] = {
+      {"pow, scale and shift, last axis", 13, {2, 7, 24}, {-1}, true, true, true, true},
+      {"mul square, no affine, axes input", 18, {3, 5, 13}, {2}, false, false, false, true},
+      {"two trailing axes, scale only", 13, {2, 3, 4, 10}, {-2, -1}, true, true, false, true},
+      {"rows of 96 (float8 path), many rows", 13, {1, 9, 11, 96}, {-1}, true, true, true, true},
+      {"mean over a middle axis", 13, {2, 6, 5}, {1}, true, true, true, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ModelBuilder m(c.opset);
+    const int axis = c.fuses ? static_cast<int>(c.x.size() - c.axes.size()) : 1;
+    const Shape ns(c.x.begin() + (c.fuses ? axis : static_cast<int>(c.x.size()) - 1), c.x.end());
+    Tensor g = random_tensor(ns, rng, 0.5f, 1.5f), b = random_tensor(ns, rng);
+    m.input("x", DType::Float32, c.x).output("y");
+    m.initializer("eps", scalar_tensor(1e-5f)).initializer("two", scalar_tensor(2.f));
+    auto reduce = [&](const std::string& in, const std::string& out) {
+      if (c.opset >= 18) {
+        Tensor axes(DType::Int64, {static_cast<int64_t>(c.axes.size())});
+        for (size_t i = 0; i < c.axes.size(); ++i) axes.data<int64_t>()[i] = c.axes[i];
+        m.initializer(out + "_axes", axes);
+        m.node("ReduceMean", {in, out + "_axes"}, {out});
+      } else {
+        attr_ints(m.node("ReduceMean", {in}, {out}), "axes", c.axes);
+      }
+    };
+    reduce("x", "mean");
+    m.node("Sub", {"x", "mean"}, {"d"});
+    if (c.pow) m.node("Pow", {"d", "two"}, {"sq"});
+    else m.node("Mul", {"d", "d"}, {"sq"});
+    reduce("sq", "var");
+    m.node("Add", {"var", "eps"}, {"ve"});
+    m.node("Sqrt", {"ve"}, {"sd"});
+    std::string last = c.gamma || c.beta ? "n" : "y";
+    m.node("Div", {"d", "sd"}, {last});
+    if (c.gamma) {
+      m.initializer("g", g);
+      m.node("Mul", {last, "g"}, {c.beta ? "ng" : "y"});
+      last = "ng";
+    }
+    if (c.beta) {
+      m.initializer("b", b);
+      m.node("Add", {c.gamma ? "ng" : "n", "b"}, {"y"});
+    }
+    Tensor x = random_tensor(c.x, rng, -3, 5);
+    auto r = check_same(m, {{"x", x}});
+    const bool fused = r.ops.size() == 1 && r.ops[0].find("ReduceMean+Sub") == 0;
+    EXPECT_EQ(fused, c.fuses) << ::testing::PrintToString(r.ops);
+    if (c.fuses) {
+      EXPECT_NE(r.plan_json.find("norm_rows"), std::string::npos);  // the LayerNormalization kernel
+      EXPECT_LE(rel_error(r.out.at("y"), layernorm_reference(x, axis, 1e-5, c.gamma ? &g : nullptr, c.beta ? &b : nullptr)),
+                1e-5);
+    }
+  }
+  // The centred value also a graph output: not fused, same numbers.
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {4, 8}).output("y").output("d");
+  m.initializer("eps", scalar_tensor(1e-5f)).initializer("two", scalar_tensor(2.f));
+  attr_ints(m.node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  m.node("Sub", {"x", "mean"}, {"d"});
+  m.node("Pow", {"d", "two"}, {"sq"});
+  attr_ints(m.node("ReduceMean", {"sq"}, {"var"}), "axes", {-1});
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"sd"});
+  m.node("Div", {"d", "sd"}, {"y"});
+  Tensor x = random_tensor({4, 8}, rng);
+  auto r = check_same(m, {{"x", x}});
+  EXPECT_GT(r.ops.size(), 1u);
+  EXPECT_LE(rel_error(r.out.at("y"), layernorm_reference(x, 1, 1e-5, nullptr, nullptr)), 1e-5);
 }
 
 TEST(Planner, BitIdenticalWithAndWithoutMemoryPlanning) {

@@ -109,7 +109,13 @@ TEST(TensorOps, TransposeMatchesReference) {
                                   {{2, 3, 5}, {2, 0, 1}},
                                   {{3, 1, 7, 5}, {0, 2, 3, 1}},
                                   {{2, 3, 5, 7}, {3, 2, 1, 0}},
-                                  {{1, 13, 1, 11, 2}, {4, 1, 3, 0, 2}}}) {
+                                  {{1, 13, 1, 11, 2}, {4, 1, 3, 0, 2}},
+                                  // Tiled transposes (copy_transpose): whole 8x8 tiles and
+                                  // partial ones, batched, NCHW <-> NHWC.
+                                  {{2, 19, 37}, {0, 2, 1}},
+                                  {{1, 16, 8, 8}, {0, 2, 3, 1}},
+                                  {{1, 16, 5, 16}, {0, 3, 1, 2}},
+                                  {{40, 8}, {1, 0}}}) {
     Tensor x = iota_tensor(c.s, rng);
     Shape os;
     for (auto p : c.perm) os.push_back(c.s[p]);

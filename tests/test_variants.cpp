@@ -1,4 +1,4 @@
-// Every kernel variant of every family (conv, gemm, pool), forced in turn with each candidate value
+// Every kernel variant of every family (conv, gemm, pool, norm), forced in turn with each candidate value
 // of each of its parameters, on small problems with odd and prime sizes, against direct CPU loops.
 // The plan dump must show that the forced variant ran wherever it applies.
 #include <gtest/gtest.h>
@@ -257,6 +257,66 @@ TEST(Variants, PoolEveryVariantAndParameter) {
     problems.push_back(std::move(p));
   }
   sweep("pool", problems);
+}
+
+// Rows of x normalised over the trailing dims from `axis`; scale/bias indexed by position in the
+// row modulo their size (LayerNormalization), or by row modulo their size (InstanceNormalization:
+// per_row).
+Tensor norm_reference(const Tensor& x, size_t axis, const Tensor& scale, const Tensor& bias, bool per_row, double eps) {
+  int64_t n = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d) n *= x.shape[d];
+  Tensor y(DType::Float32, x.shape);
+  for (int64_t r = 0; r < x.numel() / n; ++r) {
+    const float* xr = x.data<float>() + r * n;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += xr[i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = per_row ? r : i;
+      y.data<float>()[r * n + i] = static_cast<float>((xr[i] - mean) / std::sqrt(var + eps) *
+                                                          scale.data<float>()[k % scale.numel()] +
+                                                      bias.data<float>()[k % bias.numel()]);
+    }
+  }
+  return y;
+}
+
+TEST(Variants, NormEveryVariantAndParameter) {
+  std::mt19937 rng(4);
+  struct LnCase {
+    std::string name;
+    std::vector<int64_t> x;
+    int axis;
+    std::vector<int64_t> scale;  // a suffix of the normalised dims
+  };
+  const LnCase cases[] = {
+      {"rows of 24 (float8 path)", {5, 24}, -1, {24}},
+      {"rows of 13", {3, 7, 13}, -1, {13}},
+      {"rows of 32, scale over the last 8", {3, 4, 8}, 1, {8}},
+      {"many rows of 16", {40, 16}, 1, {16}},
+  };
+  std::vector<Problem> problems;
+  for (const auto& c : cases) {
+    Problem p{c.name, ModelBuilder(17), {}, {}};
+    Tensor x = random_tensor(c.x, rng, -2, 3), g = random_tensor(c.scale, rng), b = random_tensor(c.scale, rng);
+    p.model.input("x", DType::Float32, c.x).output("y").initializer("g", g).initializer("b", b);
+    attr_i(p.model.node("LayerNormalization", {"x", "g", "b"}, {"y"}), "axis", c.axis);
+    p.feeds["x"] = x;
+    p.reference = norm_reference(x, c.axis < 0 ? c.x.size() + c.axis : c.axis, g, b, false, 1e-5);
+    problems.push_back(std::move(p));
+  }
+  {
+    Problem p{"instance norm", ModelBuilder(13), {}, {}};
+    Tensor x = random_tensor({2, 3, 5, 7}, rng), g = random_tensor({3}, rng), b = random_tensor({3}, rng);
+    p.model.input("x", DType::Float32, {2, 3, 5, 7}).output("y").initializer("g", g).initializer("b", b);
+    p.model.node("InstanceNormalization", {"x", "g", "b"}, {"y"});
+    p.feeds["x"] = x;
+    p.reference = norm_reference(x, 2, g, b, true, 1e-5);
+    problems.push_back(std::move(p));
+  }
+  sweep("norm", problems);
 }
 
 TEST(Variants, BadForcedVariantsAreClearErrors) {

@@ -47,7 +47,7 @@ const ActivationDef kRows[] = {
     // Fused patterns only: x * Sigmoid(x) and the Erf form of GELU.
     {"Silu", nullptr, 0, "SILU", {}, {}, false, false, [](double x, double, double) { return x * sigmoid(x); }},
     {"Gelu", nullptr, 0, "GELU", {}, {}, false, false,
-     [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+     [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, "gelu_fast"},
     {nullptr, nullptr, 0, nullptr, {}, {}, false, false, nullptr},
 };
 

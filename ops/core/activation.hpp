@@ -33,6 +33,10 @@ struct ActivationDef {
   bool vector_exact;
   // y = f(x) in double, for constant folding (same formula as the kernel macro).
   double (*host)(double x, double alpha, double beta);
+  // Functions <vector_fn>_float4/8/16 in activation.cl that apply it to whole vectors (nullptr:
+  // none). Unlike vector_exact, a lane may differ from the scalar macro in the last bit where the
+  // device's vector exp() does; used where a lane-by-lane loop would leave the work unvectorised.
+  const char* vector_fn = nullptr;
 };
 
 // Every row, terminated by a row with name == nullptr.

@@ -19,6 +19,7 @@ const PassRow kPasses[] = {
     {"cancel_transposes", pass_cancel_transposes},
     {"fold_pad", pass_fold_pad},
     {"fold_batchnorm", pass_fold_batchnorm},
+    {"fuse_layernorm", pass_fuse_layernorm},
     {"fuse_matmul_bias", pass_fuse_matmul_bias},
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},

@@ -1,5 +1,7 @@
-// MatMul(A, B) + bias, with a 2-D A and a constant per-column bias, is a Gemm with C = bias: one
-// kernel that adds the bias (and, after fuse_activation, applies the activation) while storing.
+// MatMul(A, B) + bias with a constant per-column bias: one kernel that adds the bias (and, after
+// fuse_activation, applies the activation) while storing. With 2-D operands the MatMul becomes a
+// Gemm with C = bias; with batched operands (transformer Linear layers: [B, T, K] x [K, N]) the
+// MatMul keeps its type and takes the bias as a third input, which only this pass creates.
 #include "runtime/compiler/optimizer.hpp"
 
 namespace oi {
@@ -18,14 +20,23 @@ int pass_fuse_matmul_bias(Graph& g, std::string* detail) {
       Node& mm = g.nodes[pi];
       if (mm.inputs.size() != 2 || g.sole_reader(x) != static_cast<int>(ai)) continue;
       const Shape &a = g.values[mm.inputs[0]].shape, &out = g.values[x].shape, &bs = g.values[bias].shape;
-      if (a.size() != 2 || g.values[mm.inputs[1]].shape.size() != 2 || g.values[add.outputs[0]].shape != out) continue;
-      const int64_t n = out[1];
-      bool per_column = (bs.size() == 1 && bs[0] == n) || (bs.size() == 2 && bs[0] == 1 && bs[1] == n);
+      const Shape& b = g.values[mm.inputs[1]].shape;
+      if (a.size() < 2 || b.size() < 2 || out.size() < 2 || g.values[add.outputs[0]].shape != out) continue;
+      if (g.values[bias].dtype != g.values[x].dtype) continue;
+      // The bias must vary along the columns only: [N] or [1, ..., 1, N] of at most out's rank.
+      const int64_t n = out.back();
+      bool per_column = !bs.empty() && bs.size() <= out.size() && bs.back() == n;
+      for (size_t i = 0; i + 1 < bs.size(); ++i) per_column &= bs[i] == 1;
       if (!per_column) continue;
-      mm.op_type = "Gemm";
+      const bool plain = a.size() == 2 && b.size() == 2;
+      if (plain) {
+        mm.op_type = "Gemm";
+        absorb(mm, add);
+        mm.covers.front().second = "MatMul";
+      } else {
+        absorb(mm, add);
+      }
       mm.inputs.push_back(bias);
-      absorb(mm, add);
-      mm.covers.front().second = "MatMul";
       mm.outputs[0] = add.outputs[0];
       g.values[mm.outputs[0]].producer = pi;
       add.removed = true;
