@@ -62,6 +62,29 @@ class PlanSink {
   virtual bool output_is_view(int step, int slot) const = 0;
   // The variant forced for `family` by the session ("" when none), as "name[:p=v,...]".
   virtual std::string forced_variant(const std::string& family) const = 0;
+
+  // Tuning (see ops/variants.hpp, runtime/exec/tuner.hpp); the defaults are "no tuner".
+  // The tuned choice "variant:p=v,..." for a problem, "" when none.
+  virtual std::string tuned_choice(const std::string& family, const std::string& key) const {
+    (void)family, (void)key;
+    return "";
+  }
+  // Whether to measure candidates for a problem without a tuned choice.
+  virtual bool tuning() const { return false; }
+  // A trial: the launches (and buffers) added after trial_begin() are run by trial_time() and
+  // removed again by trial_end(). trial_time returns the best of several wall-clock runs in ms,
+  // or infinity once a run takes longer than give_up_ms.
+  virtual void trial_begin() {}
+  virtual double trial_time(double give_up_ms) {
+    (void)give_up_ms;
+    return 0;
+  }
+  virtual void trial_end() {}
+  virtual void tuned_result(const std::string& family, const std::string& key, const std::string& choice, double ms,
+                            double heuristic_ms, int candidates) {
+    (void)family, (void)key, (void)choice, (void)ms, (void)heuristic_ms, (void)candidates;
+  }
+  virtual void tuning_progress(const std::string& line) { (void)line; }
 };
 
 class BuildContext : public OpContext {
@@ -106,6 +129,7 @@ class BuildContext : public OpContext {
   bool input_in_place(int slot) const { return sink_.input_in_place(step_, slot); }
   bool output_is_view(int slot) const { return sink_.output_is_view(step_, slot); }
   std::string forced_variant(const std::string& family) const { return sink_.forced_variant(family); }
+  PlanSink& sink() const { return sink_; }
 
   // Records the variant used by the launches that follow (until the next call).
   void use_variant(VariantUse v) { variant_ = std::move(v); }

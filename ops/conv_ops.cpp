@@ -367,10 +367,68 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
              i32(d.pb3[1]), i32(d.pb3[2]));
 }
 
+// tiled: the GPU-shaped implicit GEMM (kernels/conv_tiled.cl), per image and group
+// [M_g x K] x [K x pixels] on local-memory tiles; weights and input read in place.
+bool tiled_applies(const ConvDesc& d, const DeviceCaps& c) {
+  return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
+}
+// GPUs, except depthwise convs (one input channel per group: a GEMM with M = 1 wastes the tile).
+bool tiled_preferred(const ConvDesc& d, const DeviceCaps& c) { return !c.is_cpu() && !(d.C_g == 1 && d.s.G > 1); }
+
+bool tiled_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& v) {
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
+  if ((ts != 16 && ts != 32 && ts != 64) || (rm != 1 && rm != 2 && rm != 4) || (rn != 1 && rn != 2 && rn != 4) ||
+      (tk != 4 && tk != 8 && tk != 16))
+    return false;
+  const size_t items = static_cast<size_t>(ts / rm) * static_cast<size_t>(ts / rn);
+  return items <= c.max_work_group_size && c.max_work_item_sizes.size() >= 2 &&
+         static_cast<size_t>(ts / rn) <= c.max_work_item_sizes[0] &&
+         static_cast<size_t>(ts / rm) <= c.max_work_item_sizes[1] && 2u * tk * ts * sizeof(float) <= c.local_mem_bytes;
+}
+
+VariantParams tiled_defaults(const ConvDesc& d, const DeviceCaps& c) {
+  const bool big = d.M_g >= 64 && product(d.s.w.out) >= 64;
+  for (VariantParams v : {VariantParams{{"ts", big ? 64 : 32}, {"rm", big ? 4 : 2}, {"rn", big ? 4 : 2}, {"tk", 16}},
+                          VariantParams{{"ts", 32}, {"rm", 4}, {"rn", 4}, {"tk", 8}},
+                          VariantParams{{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 8}}})
+    if (tiled_valid(d, c, v)) return v;
+  return {{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 4}};
+}
+
+void tiled_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& v) {
+  const ConvArgs a = conv_args(ctx, d);
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn");
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
+  const std::string opts = "-DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" +
+                           std::to_string(rn) + " -DTK=" + std::to_string(v.at("tk")) +
+                           window_defines(d.k3, d.st3, d.d3) + a.tail;
+  const size_t wx = static_cast<size_t>(ts / rn), wy = static_cast<size_t>(ts / rm);
+  ctx.launch("conv_tiled", "conv_f32_tiled", opts,
+             {static_cast<size_t>((P + ts - 1) / ts) * wx, static_cast<size_t>((d.M_g + ts - 1) / ts) * wy,
+              static_cast<size_t>(d.s.N * d.s.G)},
+             {wx, wy, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]),
+             i32(d.in3[2]), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G), i32(d.pb3[0]),
+             i32(d.pb3[1]), i32(d.pb3[2]));
+}
+
+std::string dims3(const std::array<int64_t, 3>& a) {
+  return std::to_string(a[0]) + "x" + std::to_string(a[1]) + "x" + std::to_string(a[2]);
+}
+
+// "n1 c64 m64 g1 in1x56x56 k1x3x3 s1x1x1 d1x1x1 p0x1x1 out1x56x56 bias"
+std::string conv_key(const ConvDesc& d) {
+  return "n" + std::to_string(d.s.N) + " c" + std::to_string(d.s.C) + " m" + std::to_string(d.s.M) + " g" +
+         std::to_string(d.s.G) + " in" + dims3(d.in3) + " k" + dims3(d.k3) + " s" + dims3(d.st3) + " d" +
+         dims3(d.d3) + " p" + dims3(d.pb3) + " out" + dims3(d.out3) + (d.has_bias ? " bias" : "");
+}
+
 const KernelFamily<ConvDesc>& conv_family() {
   static const KernelFamily<ConvDesc> f{
       "conv",
       {
+          {"tiled", "GPU-shaped implicit GEMM: TSxTS tiles per work-group in local memory, RMxRN per work-item",
+           {{"ts", {16, 32, 64}}, {"rm", {1, 2, 4}}, {"rn", {1, 2, 4}}, {"tk", {4, 8, 16}}},
+           tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
            {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}},
            dw_applies, dw_valid, dw_defaults, dw_run},
@@ -380,7 +438,8 @@ const KernelFamily<ConvDesc>& conv_family() {
           {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
            {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8}}},
            packed_applies, packed_valid, packed_defaults, packed_run},
-      }};
+      },
+      conv_key};
   return f;
 }
 

@@ -36,7 +36,17 @@ void require_int32(const OpContext& ctx, std::initializer_list<int64_t> v) {
 struct GemmProblem {
   const GemmDesc* d;
   cl_mem a, y;
+  bool b_const;  // B is a constant (packed once at plan time)
 };
+
+// "m49 n3072 k768 batch1 a768,1 b3072,1 bconst c0,1"
+std::string gemm_key(const GemmProblem& p) {
+  const GemmDesc& d = *p.d;
+  return "m" + std::to_string(d.M) + " n" + std::to_string(d.N) + " k" + std::to_string(d.K) + " batch" +
+         std::to_string(d.a_off.size()) + " a" + std::to_string(d.a_rs) + "," + std::to_string(d.a_ks) + " b" +
+         std::to_string(d.b_ks) + "," + std::to_string(d.b_ns) + (p.b_const ? " bconst" : "") +
+         (d.c ? " c" + std::to_string(d.c_rs) + "," + std::to_string(d.c_cs) : "");
+}
 
 // packed: each work-item owns an MR x (VW*NV) register block over B packed in panels of VW*NV
 // columns (kernels/gemm.cl).
@@ -108,14 +118,77 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
              static_cast<int32_t>(d.N), static_cast<int32_t>(d.K), d.alpha, d.beta);
 }
 
+// tiled: the GPU-shaped product (kernels/gemm_tiled.cl): TS x TS tiles per work-group of
+// (TS/RN) x (TS/RM) work-items, TK-deep slices staged in local memory, B read in place.
+bool tiled_applies(const GemmProblem&, const DeviceCaps& c) { return c.max_work_group_size >= 16; }
+bool tiled_preferred(const GemmProblem&, const DeviceCaps& c) { return !c.is_cpu(); }
+
+bool tiled_valid(const GemmProblem&, const DeviceCaps& c, const VariantParams& v) {
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
+  if ((ts != 16 && ts != 32 && ts != 64) || (rm != 1 && rm != 2 && rm != 4) || (rn != 1 && rn != 2 && rn != 4) ||
+      (tk != 4 && tk != 8 && tk != 16))
+    return false;
+  const size_t items = static_cast<size_t>(ts / rm) * static_cast<size_t>(ts / rn);
+  return items <= c.max_work_group_size && c.max_work_item_sizes.size() >= 2 &&
+         static_cast<size_t>(ts / rn) <= c.max_work_item_sizes[0] &&
+         static_cast<size_t>(ts / rm) <= c.max_work_item_sizes[1] &&
+         2u * tk * ts * sizeof(float) <= c.local_mem_bytes;
+}
+
+VariantParams tiled_defaults(const GemmProblem& p, const DeviceCaps& c) {
+  // 64x64 tiles of 16x16 work-items with 4x4 blocks for large products; 32x32 tiles (16x16
+  // work-items, 2x2 blocks) when a side is short; smaller work-groups where the device needs.
+  const bool big = p.d->M >= 64 && p.d->N >= 64;
+  for (VariantParams v : {VariantParams{{"ts", big ? 64 : 32}, {"rm", big ? 4 : 2}, {"rn", big ? 4 : 2}, {"tk", 16}},
+                          VariantParams{{"ts", 32}, {"rm", 4}, {"rn", 4}, {"tk", 8}},
+                          VariantParams{{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 8}}})
+    if (tiled_valid(p, c, v)) return v;
+  return {{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 4}};
+}
+
+void tiled_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v) {
+  const GemmDesc& d = *p.d;
+  const int64_t batch = static_cast<int64_t>(d.a_off.size());
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn");
+  require_int32(ctx, {d.M, d.N, d.K, d.a_rs, d.a_ks, d.b_ks, d.b_ns, d.c_rs, d.c_cs});
+  std::string opts = "-DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" + std::to_string(rn) +
+                     " -DTK=" + std::to_string(v.at("tk")) + BuildContext::storage_option("AS", d.a_storage) +
+                     BuildContext::storage_option("BS", ctx.input(d.b_input).dtype) +
+                     BuildContext::storage_option("CS", d.c_storage) + BuildContext::storage_option("YS", d.y_storage) +
+                     (d.epilogue.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(d.epilogue.residual).dtype)
+                                               : "") +
+                     epilogue_defines(d.epilogue);
+  std::vector<int64_t> off(static_cast<size_t>(2 * batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    off[2 * b] = d.a_off[b];
+    off[2 * b + 1] = (d.b_index.empty() ? 0 : d.b_index[b]) * d.b_bs;
+  }
+  cl_mem offs = ctx.params(off.data(), off.size() * sizeof(int64_t));
+  cl_mem c = d.c ? d.c : p.y;
+  cl_mem residual = d.epilogue.residual >= 0 ? ctx.value(d.epilogue.residual).mem : p.y;
+  if (d.c && d.beta != 0.0f) opts += " -DHAS_C";
+  const size_t wx = static_cast<size_t>(ts / rn), wy = static_cast<size_t>(ts / rm);
+  ctx.launch("gemm_tiled", "gemm_f32_tiled", opts,
+             {static_cast<size_t>((d.N + ts - 1) / ts) * wx, static_cast<size_t>((d.M + ts - 1) / ts) * wy,
+              static_cast<size_t>(batch)},
+             {wx, wy, 1}, p.a, static_cast<int32_t>(d.a_rs), static_cast<int32_t>(d.a_ks), ctx.in_buf(d.b_input),
+             static_cast<int32_t>(d.b_ks), static_cast<int32_t>(d.b_ns), offs, c, static_cast<int32_t>(d.c_rs),
+             static_cast<int32_t>(d.c_cs), residual, p.y, static_cast<int32_t>(d.M), static_cast<int32_t>(d.N),
+             static_cast<int32_t>(d.K), d.alpha, d.beta);
+}
+
 const KernelFamily<GemmProblem>& gemm_family() {
   static const KernelFamily<GemmProblem> f{
       "gemm",
       {
+          {"tiled", "GPU-shaped: TSxTS tiles per work-group in local memory, RMxRN per work-item, B in place",
+           {{"ts", {16, 32, 64}}, {"rm", {1, 2, 4}}, {"rn", {1, 2, 4}}, {"tk", {4, 8, 16}}},
+           tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
           {"packed", "register-blocked: MR rows x VW*NV columns per work-item, B packed in panels",
            {{"mr", {1, 2, 4, 6, 8}}, {"vw", {4, 8, 16}}, {"nv", {1, 2}}},
            packed_applies, packed_valid, packed_defaults, packed_run},
-      }};
+      },
+      gemm_key};
   return f;
 }
 
@@ -125,7 +198,7 @@ std::vector<VariantInfo> gemm_variant_info() { return family_info(gemm_family())
 
 void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
   if (d.M == 0 || d.N == 0 || d.a_off.empty()) return;
-  run_variant(ctx, gemm_family(), GemmProblem{&d, a, y});
+  run_variant(ctx, gemm_family(), GemmProblem{&d, a, y, ctx.is_const(d.b_input)});
 }
 
 namespace {

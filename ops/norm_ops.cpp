@@ -200,6 +200,11 @@ void serial_run(BuildContext& ctx, const NormRowsDesc& d, const VariantParams& p
              a.inv_out, d.rn->eps);
 }
 
+std::string norm_key(const NormRowsDesc& d) {
+  return "rows" + std::to_string(d.g.n_out) + " n" + std::to_string(d.g.n_red) + (d.contiguous() ? " contiguous" : "") +
+         " " + d.base;
+}
+
 const KernelFamily<NormRowsDesc>& norm_family() {
   static const KernelFamily<NormRowsDesc> f{
       "norm",
@@ -208,7 +213,8 @@ const KernelFamily<NormRowsDesc>& norm_family() {
            serial_applies, serial_valid, serial_defaults, serial_run, serial_preferred},
           {"group", "any row geometry: one work-group per row, reduction in local memory",
            {{"wg", {32, 64, 128, 256}}}, group_applies, group_valid, group_defaults, group_run},
-      }};
+      },
+      norm_key};
   return f;
 }
 

@@ -124,6 +124,13 @@ void generic_run(BuildContext& ctx, const PoolDesc& d, const VariantParams& p) {
              {local_w, local_h, 1}, ctx.in_buf(0), y, idx, ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
 }
 
+// The window geometry and the kernel options (kind, types).
+std::string pool_key(const PoolDesc& d) {
+  std::string s = "planes" + std::to_string(d.planes) + " geom";
+  for (size_t k = 0; k < d.geom.size(); ++k) s += (k ? "," : "") + std::to_string(d.geom[k]);
+  return s + (d.indices ? " indices" : "") + " " + d.opts;
+}
+
 const KernelFamily<PoolDesc>& pool_family() {
   static const KernelFamily<PoolDesc> f{
       "pool",
@@ -133,7 +140,8 @@ const KernelFamily<PoolDesc>& pool_family() {
           {"generic", "any pooling: one output per work-item, row-segment work-groups",
            {{"local_w", {1, 8, 16, 32}}, {"local_h", {1, 8}}}, generic_applies, generic_valid, generic_defaults,
            generic_run},
-      }};
+      },
+      pool_key};
   return f;
 }
 

@@ -31,6 +31,28 @@ bool parse_int(const std::string& s, int* v) {
 
 }  // namespace
 
+std::string format_choice(const std::string& variant, const VariantParams& params) {
+  std::string s = variant;
+  char sep = ':';
+  for (auto& [k, v] : params) {
+    s += sep + k + "=" + std::to_string(v);
+    sep = ',';
+  }
+  return s;
+}
+
+std::string node_signature(const BuildContext& ctx) {
+  auto st = [](DType t) { return t == DType::Float16 ? "f16" : t == DType::Float32 ? "f32" : ocl_infer::dtype_name(t); };
+  std::string s = "|";
+  for (int i = 0; i < ctx.num_inputs(); ++i) s += std::string(i ? "," : "") + (ctx.has_input(i) ? st(ctx.input(i).dtype) : "-");
+  s += ">";
+  s += st(ctx.output(0).dtype);
+  const Epilogue& e = ctx.node().epilogue;
+  if (e.act) s += "+act";
+  if (e.residual >= 0) s += "+res";
+  return s;
+}
+
 VariantRequest parse_variant_request(const std::string& spec) {
   VariantRequest r;
   const size_t colon = spec.find(':');

@@ -3,14 +3,18 @@
 // parameters (the candidate values a tuner would try), gives today's heuristic as its default
 // parameters for a device, and builds its launches. The choice is made in one place
 // (run_variant): a variant forced by the session (SessionOptions::kernel_variants or
-// $OCL_INFER_VARIANT) when it applies, else the first variant that applies and that the device
-// class prefers, with its defaults.
-// The autotuner will plug in here, as another source of parameters.
+// $OCL_INFER_VARIANT) when it applies, else a tuned choice (the autotuner's, from its cache or
+// measured now), else the first variant that applies and that the device class prefers, with its
+// defaults.
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <cstdio>
 
 #include "ops/build_context.hpp"
 
@@ -42,7 +46,15 @@ template <typename Desc>
 struct KernelFamily {
   const char* name;
   std::vector<KernelVariant<Desc>> variants;  // in order of preference
+  // The problem as the tuner and its cache name it: every shape, stride and attribute that the
+  // variants' speed depends on, without tabs or newlines (nullptr: the family is not tuned).
+  std::string (*key)(const Desc&) = nullptr;
 };
+
+// "packed:ocb=8,owb=4"
+std::string format_choice(const std::string& variant, const VariantParams& params);
+// The node's operand storage types and fused epilogue, appended to a family's key: "|f32,f32>f16+act".
+std::string node_signature(const BuildContext& ctx);
 
 // A parsed "variant[:param=value,...]".
 struct VariantRequest {
@@ -69,8 +81,79 @@ std::vector<VariantInfo> family_info(const KernelFamily<Desc>& f) {
   return r;
 }
 
+// Tunes one problem: runs the device-class choice, then every variant that applies with its
+// defaults, then each parameter's other candidate values one at a time, keeping any that is
+// faster (coordinate descent: a few trials per parameter rather than the whole grid). A trial
+// that is 3x slower than the best so far is abandoned after one run; a candidate that fails to
+// build or run is skipped. Records the winner with the plan sink and returns it ("" when nothing
+// ran).
+template <typename Desc>
+std::string tune_problem(BuildContext& ctx, const KernelFamily<Desc>& fam, const Desc& d, const std::string& key) {
+  PlanSink& sink = ctx.sink();
+  const DeviceCaps& caps = ctx.caps();
+  const double inf = std::numeric_limits<double>::infinity();
+  double best = inf, heuristic_ms = inf;
+  std::string best_choice, heuristic_choice;
+  int tried = 0;
+  auto measure = [&](const KernelVariant<Desc>& v, const VariantParams& p) {
+    double t = inf;
+    sink.trial_begin();
+    try {
+      ctx.use_variant(VariantUse{fam.name, v.name, p, "tuning"});
+      v.run(ctx, d, p);
+      t = sink.trial_time(std::isfinite(best) ? 3 * best : inf);
+    } catch (const ocl_infer::Error&) {
+      t = inf;  // this candidate cannot build or run here
+    }
+    sink.trial_end();
+    ctx.use_variant({});
+    ++tried;
+    if (t < best) {
+      best = t;
+      best_choice = format_choice(v.name, p);
+    }
+    return t;
+  };
+  const KernelVariant<Desc>* heuristic = nullptr;
+  for (auto& v : fam.variants)
+    if (v.applies(d, caps) && (!v.preferred || v.preferred(d, caps))) {
+      heuristic = &v;
+      break;
+    }
+  if (heuristic) {
+    heuristic_ms = measure(*heuristic, heuristic->defaults(d, caps));
+    heuristic_choice = format_choice(heuristic->name, heuristic->defaults(d, caps));
+  }
+  for (auto& v : fam.variants) {
+    if (!v.applies(d, caps)) continue;
+    VariantParams cur = v.defaults(d, caps);
+    if (v.valid && !v.valid(d, caps, cur)) continue;
+    double t = &v == heuristic ? heuristic_ms : measure(v, cur);
+    if (!std::isfinite(t)) continue;
+    for (auto& ps : v.params)
+      for (int value : ps.values) {
+        if (cur.count(ps.name) && cur.at(ps.name) == value) continue;
+        VariantParams q = cur;
+        q[ps.name] = value;
+        if (v.valid && !v.valid(d, caps, q)) continue;
+        const double tq = measure(v, q);
+        if (tq < t) {
+          t = tq;
+          cur = q;
+        }
+      }
+  }
+  if (best_choice.empty()) return "";
+  sink.tuned_result(fam.name, key, best_choice, best, heuristic_ms, tried);
+  char line[96];
+  std::snprintf(line, sizeof line, ": %.3f ms (device-class choice %.3f ms, %d candidates)", best, heuristic_ms, tried);
+  sink.tuning_progress("tune: " + std::string(fam.name) + " " + key + " -> " + best_choice + line);
+  return best_choice;
+}
+
 // Chooses a variant of `fam` for `d` (see the top of this file), records it on `ctx` for dumps and
-// profiles, and runs it.
+// profiles, and runs it. Order: a forced variant that applies; a tuned choice (from the tuning
+// cache, or measured now when the session tunes); the device-class heuristic.
 template <typename Desc>
 void run_variant(BuildContext& ctx, const KernelFamily<Desc>& fam, const Desc& d) {
   const DeviceCaps& caps = ctx.caps();
@@ -98,6 +181,28 @@ void run_variant(BuildContext& ctx, const KernelFamily<Desc>& fam, const Desc& d
           use.source = "forced (parameters invalid here, defaults used)";
         }
       }
+  }
+  if (!chosen && forced.empty() && fam.key) {
+    const std::string key = fam.key(d) + node_signature(ctx);
+    std::string tuned = ctx.sink().tuned_choice(fam.name, key);
+    if (tuned.empty() && ctx.sink().tuning()) tuned = tune_problem(ctx, fam, d, key);
+    if (!tuned.empty()) {
+      use.source = "heuristic (tuned choice '" + tuned + "' does not apply)";
+      try {
+        VariantRequest req = parse_variant_request(tuned);
+        for (auto& v : fam.variants) {
+          if (req.variant != v.name || !v.applies(d, caps)) continue;
+          VariantParams merged = v.defaults(d, caps);
+          for (auto& [k, val] : req.params) merged[k] = val;
+          if (v.valid && !v.valid(d, caps, merged)) break;
+          chosen = &v;
+          use.params = merged;
+          use.source = "tuned";
+        }
+      } catch (const ocl_infer::InputError&) {
+        // an unreadable cached choice: the heuristic stands
+      }
+    }
   }
   if (!chosen)
     for (auto& v : fam.variants)

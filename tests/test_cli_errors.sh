@@ -14,6 +14,12 @@ g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 onnx.save(m, w + "/good.onnx")
+# A conv model: something to tune.
+gc = helper.make_graph([helper.make_node("Conv", ["x", "cw"], ["y"], pads=[1, 1, 1, 1])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    [onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "cw")])
+onnx.save(helper.make_model(gc, opset_imports=[helper.make_opsetid("", 13)]), w + "/conv.onnx")
 data = open(w + "/good.onnx", "rb").read()
 open(w + "/truncated.onnx", "wb").write(data[: len(data) // 2])
 open(w + "/empty.onnx", "wb").write(b"")
@@ -73,6 +79,30 @@ expect 2 "'NoSuchOp' is not an operator" -- $w/good.onnx --precision fp16 --fp32
 expect 2 "--fp32-ops applies with --precision fp16" -- $w/good.onnx --fp32-ops Relu --input x=$w/x.npy --output-dir $w/o
 expect 2 "--check-precision takes fp16" -- $w/good.onnx --check-precision int8
 expect 1 "no OpenCL device with index 99" -- $w/good.onnx --device 99 --input x=$w/x.npy --output-dir $w/o
+expect 2 "tune: no model given" -- tune
+expect 2 "--budget applies to ocl-infer tune and --tune" -- $w/good.onnx --budget 5 --input x=$w/x.npy --output-dir $w/o
+expect 2 "--budget needs a number of seconds" -- tune $w/good.onnx --budget abc
+expect 2 "tune: only model, inputs and planning options" -- tune $w/good.onnx --bench
+expect 2 "would throw the results away" -- tune $w/good.onnx --tuning-cache off
+expect 1 "cannot open model" -- tune $w/missing.onnx
+# tune writes its cache; a corrupt cache is a notice, not an error; two tuners at once leave a
+# well-formed file.
+"$bin" tune $w/conv.onnx --tuning-cache $w/tc.tsv >/dev/null 2>&1 && head -1 $w/tc.tsv | grep -q "ocl-infer tuning cache v1" \
+  && echo "ok: tune writes its cache" || { echo "FAIL: tune did not write its cache"; fail=$((fail+1)); }
+printf 'garbage\x00\xff\n' > $w/tc_bad.tsv
+err=$("$bin" $w/good.onnx --tuning-cache $w/tc_bad.tsv --input x=$w/x.npy --output-dir $w/o 2>&1 >/dev/null); rc=$?
+if [ $rc != 0 ] || ! grep -q "not a tuning cache" <<<"$err"; then
+  echo "FAIL: corrupt tuning cache (rc=$rc): $err"; fail=$((fail+1))
+else echo "ok: corrupt tuning cache is a notice"; fi
+rm -f $w/tc2.tsv
+"$bin" tune $w/conv.onnx --tuning-cache $w/tc2.tsv >/dev/null 2>&1 & p1=$!
+"$bin" tune $w/conv.onnx --tuning-cache $w/tc2.tsv >/dev/null 2>&1 & p2=$!
+wait $p1 && wait $p2 && /usr/bin/python3 - $w/tc2.tsv <<'PY' && echo "ok: concurrent tuners" || { echo "FAIL: concurrent tuners"; fail=$((fail+1)); }
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[0] == "ocl-infer tuning cache v1", lines[0]
+assert all(len(l.split("\t")) == 6 for l in lines[1:] if l), lines
+PY
 # And the good case works and writes the output.
 "$bin" $w/good.onnx --input x=$w/x.npy --output-dir $w/o 2>/dev/null && [ -f $w/o/y.npy ] || { echo "FAIL: good model"; fail=$((fail+1)); }
 # Overflow in a float16 model runs (infinity is float16's answer) but is reported.

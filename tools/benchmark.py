@@ -48,7 +48,7 @@ import numpy as np
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0",
-                  "densenet121", "efficientnet_lite0")
+                  "densenet121", "convnext_tiny", "efficientnet_lite0")
 MIB = 1024.0 * 1024.0
 # ocl-infer's output must match onnxruntime's within this fraction of max(1, max|output|). Loose on
 # purpose: it catches a broken graph (a latency of a wrong answer means nothing), not rounding;

@@ -31,8 +31,16 @@ const char* kUsage = R"(usage:
   ocl-infer MODEL.onnx --input NAME=FILE ... --output-dir DIR
                                                       run on .npy / TensorProto .pb tensors and
                                                       write every output to DIR/<name>.npy
+  ocl-infer tune MODEL.onnx [--budget S] [--input NAME=FILE ... | IMAGE] [options]
+                                                      measure the kernel variants of every conv,
+                                                      gemm, pool and norm problem of the model on
+                                                      this device and save the fastest to the
+                                                      tuning cache (later runs use them)
   ocl-infer --list-devices
   ocl-infer --list-variants                           kernel variants and their parameters
+
+A first argument that is exactly "tune" is the subcommand; to run a model file named "tune",
+write ./tune.
 
 options:
   --device INDEX|NAME   OpenCL device (default: first GPU/accelerator, else the CPU device)
@@ -79,6 +87,11 @@ profiling and benchmarking (inputs: --input files, the first image, or random da
   --warmup W            unmeasured runs first (default 3)
   --batch B             batch size for random inputs whose first dim is open (default 1)
   --cache-dir DIR|off   compiled-kernel cache (default ~/.cache/ocl-infer)
+  --tune                tune while planning (as `ocl-infer tune`), then run as asked
+  --budget S            with tune / --tune: stop measuring new problems after S seconds
+  --tuning-cache FILE|off  tuned results (default: $OCL_INFER_TUNING_CACHE, else tuning.tsv
+                        in the kernel cache directory); used whenever they match the device,
+                        driver and kernel sources
   --verbose             progress and timings on stderr
   --version, --help
 )";
@@ -97,6 +110,10 @@ struct Args {
   int top = 5;
   bool json = false, list_devices = false, list_variants = false, verbose = false;
   std::string variants;             // --variant, joined with ';'
+  bool tune_command = false;        // ocl-infer tune MODEL
+  bool tune = false;                // tune / --tune
+  double budget = 0;                // --budget seconds (0: none)
+  std::string tuning_cache;         // --tuning-cache
   std::vector<std::string> fetch;   // --fetch
   uint64_t max_memory = 0;          // --max-memory, 0: the default
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
@@ -157,7 +174,12 @@ uint64_t parse_bytes(const std::string& flag, const std::string& v) {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
+  int first = 1;
+  if (argc > 1 && std::string(argv[1]) == "tune") {
+    a.tune_command = a.tune = true;
+    first = 2;
+  }
+  for (int i = first; i < argc; ++i) {
     std::string s = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
@@ -264,13 +286,34 @@ Args parse(int argc, char** argv) {
       if (v.empty() || *end || !(a.duration > 0) || a.duration > 86400)
         throw UsageError("--duration needs a number of seconds in (0, 86400], got '" + v + "'");
     }
+    else if (s == "--tune") a.tune = true;
+    else if (s == "--budget") {
+      std::string v = value();
+      char* end = nullptr;
+      a.budget = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(a.budget > 0) || a.budget > 1e7)
+        throw UsageError("--budget needs a number of seconds > 0, got '" + v + "'");
+    } else if (s == "--tuning-cache") {
+      a.tuning_cache = value();
+      if (a.tuning_cache.empty()) throw UsageError("--tuning-cache needs a file name or 'off'");
+    }
     else if (s == "--verbose" || s == "-v") a.verbose = true;
     else if (s.size() > 1 && s[0] == '-') throw UsageError("unknown option '" + s + "'");
     else if (a.model.empty()) a.model = s;
     else a.images.push_back(s);
   }
-  if (a.list_devices || a.list_variants) return a;
-  if (a.model.empty()) throw UsageError("no model given");
+  if ((a.list_devices || a.list_variants) && !a.tune_command) return a;
+  if (a.model.empty()) throw UsageError(a.tune_command ? "tune: no model given (ocl-infer tune MODEL.onnx)" : "no model given");
+  if (a.budget > 0 && !a.tune) throw UsageError("--budget applies to ocl-infer tune and --tune");
+  if (a.tune && a.tuning_cache == "off" && a.tune_command)
+    throw UsageError("tune: --tuning-cache off would throw the results away; give a file or leave the default");
+  if (a.tune_command) {
+    if (a.measuring() || !a.dump.empty() || a.check_precision || !a.output_dir.empty())
+      throw UsageError("tune: only model, inputs and planning options apply (no --bench, --profile, --dump, "
+                       "--check-precision, --output-dir)");
+    if (a.images.size() > 1) throw UsageError("tune: give at most one image (its size sets the input shape)");
+    return a;
+  }
   if (a.bench && (a.profile || !a.profile_json.empty() || !a.profile_csv.empty() ||
                   !a.profile_trace.empty() || !a.profile_html.empty()))
     throw UsageError("--bench and --profile are separate modes (profiling adds event overhead); run them one at a time");
@@ -506,6 +549,31 @@ int check_precision(ocl_infer::Session& reference, Args& a, const ocl_infer::Ses
   return 0;
 }
 
+// ocl-infer tune: plans once with tuning on (inputs: --input files, the image, or random data),
+// then reports what the tuner found.
+int tune_model(ocl_infer::Session& s, Args& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  s.run(measurement_inputs(s, a));
+  const auto st = s.stats();
+  const double gain = st.tuned_kernel_ms > 0 ? st.heuristic_kernel_ms / st.tuned_kernel_ms : 1.0;
+  if (a.json) {
+    std::printf("{\"problems\": %d, \"improved\": %d, \"tuning_s\": %.3f, \"plan_s\": %.3f, "
+                "\"heuristic_kernel_ms\": %.4f, \"tuned_kernel_ms\": %.4f, \"tuning_cache\": \"%s\"}\n",
+                st.tuned_problems, st.tuned_improved, st.tuning_seconds, since_ms(t0) / 1000, st.heuristic_kernel_ms,
+                st.tuned_kernel_ms, json_escape(st.tuning_cache).c_str());
+    return 0;
+  }
+  std::printf("tuned %d problem%s in %.1f s (%d faster than the device-class choice)\n", st.tuned_problems,
+              st.tuned_problems == 1 ? "" : "s", st.tuning_seconds, st.tuned_improved);
+  if (st.tuned_problems > 0)
+    std::printf("their kernels, one launch each: %.3f ms with the heuristic choices, %.3f ms tuned (%.2fx)\n",
+                st.heuristic_kernel_ms, st.tuned_kernel_ms, gain);
+  else
+    std::printf("every problem already had a result in the tuning cache (delete it to tune again)\n");
+  std::printf("tuning cache: %s\n", st.tuning_cache.empty() ? "(none)" : st.tuning_cache.c_str());
+  return 0;
+}
+
 int dump_only(ocl_infer::Session& s, Args& a) {
   s.run(measurement_inputs(s, a));
   std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
@@ -613,12 +681,17 @@ int main(int argc, char** argv) {
     opt.optimization_level = a.opt_level;
     opt.disabled_passes = a.disabled_passes;
     opt.plan_memory = a.plan_memory;
+    opt.tune = a.tune;
+    opt.tune_budget_seconds = a.budget;
+    opt.tuning_cache = a.tuning_cache;
     opt.log = [&](const std::string& m) {
-      if (a.verbose || m.rfind("device:", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
+      // Tuning shows its progress (one line per problem) and cache notices without --verbose.
+      if (a.verbose || m.rfind("device:", 0) == 0 || m.rfind("tun", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
     };
     if (a.check_precision) opt.precision = ocl_infer::Precision::Float32;  // the reference
     auto s = ocl_infer::Session::from_file(a.model, opt);
-    int rc = a.check_precision                             ? check_precision(s, a, opt)
+    int rc = a.tune_command                                ? tune_model(s, a)
+             : a.check_precision                             ? check_precision(s, a, opt)
              : a.measuring()                                 ? measure(s, a)
              : !a.dump.empty() && a.images.empty() && a.inputs.empty() ? dump_only(s, a)
              : a.images.empty()                              ? run_tensors(s, a)

@@ -2,9 +2,10 @@
 # Runs ocl-infer's kernels under oclgrind, an OpenCL simulator that reports out-of-bounds accesses,
 # data races on local and global memory, barrier divergence and API misuse, at small sizes:
 #   1. a small model through the CLI (conv + pooling + gemm + softmax + concat/split views), in
-#      fp32 and fp16, with every tensor in its own buffer (--no-memory-plan);
+#      fp32 and fp16 and with the GPU-shaped (tiled) conv and gemm forced, with every tensor in
+#      its own buffer (--no-memory-plan);
 #   2. the kernel-variant sweep (tests/test_variants: every variant and parameter value of conv,
-#      gemm and pooling on odd sizes), in fp32 and fp16;
+#      gemm, pooling and norm on odd sizes), in fp32 and fp16;
 #   3. the op-family suites (activations, conv, elementwise, gemm, norm, pool, reduce, resize,
 #      tensor ops), or those named in $OCLGRIND_SUITES.
 # Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
@@ -77,6 +78,9 @@ for p in fp32 fp16; do
   check "model-$p" "$build/ocl-infer" "$work/small.onnx" --input "x=$work/x.npy" --output-dir "$work/out-$p" \
     --no-memory-plan --precision $p
 done
+# The GPU-shaped family (local-memory tiles, barriers) forced on the whole model.
+check "model-tiled" "$build/ocl-infer" "$work/small.onnx" --input "x=$work/x.npy" --output-dir "$work/out-tiled" \
+  --no-memory-plan --variant conv=tiled --variant gemm=tiled
 for p in fp32 fp16; do
   OCL_INFER_TEST_PRECISION=$p check "test_variants-$p" "$build/tests/test_variants"
 done

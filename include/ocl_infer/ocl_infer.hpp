@@ -164,6 +164,17 @@ struct SessionOptions {
   // parameters at their defaults; elsewhere the default choice stands (--dump plan says which).
   // Empty: $OCL_INFER_VARIANT when set, else the default choice per device.
   std::string kernel_variants;
+  // Autotuning. The tuning cache file: "" = $OCL_INFER_TUNING_CACHE when set, else tuning.tsv in
+  // the kernel cache directory (see cache_dir; none when that is "off"); "off": no file. Tuned
+  // results in it are used whenever they exist for this device, driver and kernel sources.
+  std::string tuning_cache;
+  // Measure the kernel variants of every problem (conv, gemm, pool, norm shapes) that has no
+  // tuned result while planning, keep the fastest, and save them to the tuning cache. Planning
+  // then takes seconds to minutes; later sessions reuse the results without this flag.
+  bool tune = false;
+  // Stop measuring new problems after this many seconds of tuning (0: no limit); the rest keep
+  // the heuristics.
+  double tune_budget_seconds = 0;
 };
 
 // One kernel variant of a family (conv, gemm, pool), for SessionOptions::kernel_variants.
@@ -210,6 +221,12 @@ struct SessionStats {
   int programs_built = 0;     // compiled from source
   int programs_cached = 0;    // loaded from the disk cache
   int kernel_launches = 0;    // per inference in the current plan
+  // Autotuning during the last planning (SessionOptions::tune): problems measured, how many got
+  // a faster choice than the device-class heuristic, seconds spent, and the summed kernel times of
+  // the measured problems with the heuristic's and the tuned choices (one launch each, ms).
+  int tuned_problems = 0, tuned_improved = 0;
+  double tuning_seconds = 0, heuristic_kernel_ms = 0, tuned_kernel_ms = 0;
+  std::string tuning_cache;  // the tuning cache file in use ("" when none)
 };
 
 // One kernel launch of a plan, as measured by the profiler.
@@ -220,7 +237,7 @@ struct LayerProfile {
   std::vector<int64_t> output_shape;
   std::string kernel;                   // "<file>:<entry>"
   // "conv=packed:ocb=8,owb=8" for kernels chosen among variants (empty otherwise), and why:
-  // "heuristic" or "forced".
+  // "heuristic", "tuned" or "forced".
   std::string variant, variant_source;
   std::vector<size_t> global, local;    // local empty = chosen by the driver
   int runs = 0;                         // inferences aggregated

@@ -71,6 +71,19 @@ std::string raw_kernel_source(const std::string& name) {
 }
 }  // namespace
 
+// A hash of every kernel file as this process would compile it (embedded, or from
+// $OCL_INFER_KERNEL_DIR): what a tuning result was measured with.
+std::string kernel_sources_hash() {
+  std::string all;
+  for (const EmbeddedKernel* k = embedded_kernels(); k->name; ++k)
+    all += std::string(k->name) + '\n' + raw_kernel_source(k->name) + '\n';
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : all) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 namespace {
 
 // Resolves `#include "other.cl"` lines against the embedded files, recursively (each file once:

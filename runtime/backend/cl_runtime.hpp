@@ -27,6 +27,8 @@ void cl_check(cl_int err, const char* call);
 // Source of an embedded kernel file ("elementwise" for kernels/elementwise.cl). When
 // $OCL_INFER_KERNEL_DIR is set, the file is read from that folder instead. Throws when unknown.
 std::string kernel_source(const std::string& name);
+// 16 hex digits identifying the kernel sources this process compiles (for the tuning cache).
+std::string kernel_sources_hash();
 
 struct DeviceHandle {
   cl_platform_id platform = nullptr;
@@ -76,6 +78,8 @@ class ClRuntime {
   const DeviceCaps& caps() const { return caps_; }
   cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
+  // The disk cache directory of compiled programs ("" when off).
+  const std::string& cache_dir() const { return cache_dir_; }
   cl_device_id device() const { return dev_.device; }
   bool has_fp64() const { return caps_.fp64; }
   bool profiling() const { return profiling_; }

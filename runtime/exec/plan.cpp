@@ -1,7 +1,10 @@
 #include "runtime/exec/plan.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "ops/core/activation.hpp"
@@ -102,6 +105,61 @@ class Lowering : public PlanSink {
 
   void add_launch(Launch l) override { p_.launches.push_back(std::move(l)); }
 
+  std::string tuned_choice(const std::string& family, const std::string& key) const override {
+    return o_.tuner ? o_.tuner->lookup(family, key) : "";
+  }
+  bool tuning() const override { return o_.tuner && o_.tuner->tuning(); }
+  void tuning_progress(const std::string& line) override {
+    if (o_.tuner) o_.tuner->progress(line);
+  }
+  void tuned_result(const std::string& family, const std::string& key, const std::string& choice, double ms,
+                    double heuristic_ms, int candidates) override {
+    if (o_.tuner) o_.tuner->record(family, key, choice, ms, heuristic_ms, candidates);
+  }
+
+  void trial_begin() override {
+    trial_ = Trial{p_.launches.size(), p_.owned.size(), used_, p_.weight_bytes, p_.scratch_bytes,
+                   p_.activation_bytes, {}};
+    for (size_t v = 0; v < p_.buffers.size(); ++v)
+      if (!p_.buffers[v]) trial_.unallocated.push_back(static_cast<int>(v));
+  }
+
+  // The trial's launches, run on their own: one warm-up (which also allocates whatever the
+  // driver defers), then up to 5 timed runs; the best wall-clock time of a run.
+  double trial_time(double give_up_ms) override {
+    cl_command_queue q = cl_.queue();
+    auto run_once = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (size_t i = trial_.launches; i < p_.launches.size(); ++i) {
+        const Launch& l = p_.launches[i];
+        cl_check(clEnqueueNDRangeKernel(q, l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
+                                        l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
+                                        nullptr),
+                 ("clEnqueueNDRangeKernel(" + l.kernel_name + ")").c_str());
+      }
+      cl_check(clFinish(q), "clFinish");
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    double best = run_once();
+    if (best > give_up_ms) return std::numeric_limits<double>::infinity();
+    for (int r = 0; r < 5; ++r) {
+      const double t = run_once();
+      best = std::min(best, t);
+      if (t > give_up_ms) return std::numeric_limits<double>::infinity();
+    }
+    return best;
+  }
+
+  void trial_end() override {
+    p_.launches.resize(trial_.launches);
+    p_.owned.resize(trial_.owned);
+    for (int v : trial_.unallocated) p_.buffers[v].reset();
+    used_ = trial_.used;
+    p_.weight_bytes = trial_.weight_bytes;
+    p_.scratch_bytes = trial_.scratch_bytes;
+    p_.activation_bytes = trial_.activation_bytes;
+  }
+
   bool input_in_place(int step, int slot) const override { return p_.compiled.steps[step].input_in_place(slot); }
   bool output_is_view(int step, int slot) const override { return p_.compiled.steps[step].output_is_view(slot); }
 
@@ -134,6 +192,13 @@ class Lowering : public PlanSink {
   ClRuntime& cl_;
   const PlanOptions& o_;
   uint64_t used_ = 0;
+  // What trial_end() restores.
+  struct Trial {
+    size_t launches = 0, owned = 0;
+    uint64_t used = 0;
+    size_t weight_bytes = 0, scratch_bytes = 0, activation_bytes = 0;
+    std::vector<int> unallocated;  // values without a buffer when the trial began
+  } trial_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // arguments set, ready for the executor to enqueue.
 #pragma once
 
+#include "runtime/exec/tuner.hpp"
 #include <map>
 #include <set>
 #include <string>
@@ -25,6 +26,8 @@ struct PlanOptions {
   // (for the error message); checked before each allocation.
   uint64_t memory_budget = ~uint64_t{0};
   std::string budget_source = "no limit";
+  // Tuned choices and, when it tunes, the measurements (nullptr: heuristics only).
+  Tuner* tuner = nullptr;
 };
 
 struct Plan {

@@ -1,8 +1,9 @@
 // The public Session: loader -> Graph -> Plan (re-planned when input shapes change) -> Executor.
-#include <cerrno>
-#include <cstdlib>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -53,6 +54,7 @@ struct Session::Impl {
   SessionStats stats;
   oi::ProfileAccumulator profile;
   std::map<std::string, std::string> forced_variants;
+  std::unique_ptr<oi::Tuner> tuner;
   oi::DeviceHandle device;
   // Bytes the model may use: each constant and value, and the plan's device allocations together.
   uint64_t memory_limit = ~uint64_t{0};
@@ -118,6 +120,17 @@ struct Session::Impl {
         dev.info.opencl_c_version + ")");
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
     log("device capabilities: " + cl->caps().summary());
+    std::string tuning_path = options.tuning_cache;
+    if (tuning_path.empty())
+      if (const char* env = std::getenv("OCL_INFER_TUNING_CACHE"); env && *env) tuning_path = env;
+    if (tuning_path.empty() && !cl->cache_dir().empty()) tuning_path = cl->cache_dir() + "/tuning.tsv";
+    if (tuning_path == "off") tuning_path.clear();
+    if (!(options.tune_budget_seconds >= 0)) throw InputError("the tuning budget must be a number of seconds >= 0");
+    tuner = std::make_unique<oi::Tuner>(
+        tuning_path,
+        oi::tuning_device_key(dev.info.platform, dev.info.name, dev.info.driver_version, dev.info.device_version),
+        oi::kernel_sources_hash(), options.tune, options.tune_budget_seconds, options.log);
+    stats.tuning_cache = tuning_path;
   }
 
   // Checks the fed tensors against the model's inputs; returns them by value id.
@@ -264,7 +277,25 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     po.forced_variants = s.forced_variants;
     po.memory_budget = s.memory_limit;
     po.budget_source = s.memory_limit_source;
+    po.tuner = s.tuner.get();
+    const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
+    const oi::Tuner::Summary& after = s.tuner->summary();
+    s.stats.tuned_problems = after.problems - before.problems;
+    s.stats.tuned_improved = after.improved - before.improved;
+    s.stats.tuning_seconds = after.seconds - before.seconds;
+    s.stats.heuristic_kernel_ms = after.heuristic_ms - before.heuristic_ms;
+    s.stats.tuned_kernel_ms = after.tuned_ms - before.tuned_ms;
+    if (s.stats.tuned_problems > 0) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "tuning: %d problems measured in %.1f s, %d faster than the heuristic choice "
+                    "(their kernels: %.3f ms heuristic, %.3f ms tuned)",
+                    s.stats.tuned_problems, s.stats.tuning_seconds, s.stats.tuned_improved,
+                    s.stats.heuristic_kernel_ms, s.stats.tuned_kernel_ms);
+      s.log(line);
+      if (s.tuner->save() && !s.tuner->path().empty()) s.log("tuning: results saved to " + s.tuner->path());
+    }
     s.plan_key = key;
     s.stats.plan_ms = ms_since(t0);
     s.stats.compile_ms = s.cl->compile_stats().compile_ms - compile_before;
