@@ -84,27 +84,48 @@ cl_mem BuildContext::constant_floats(const std::vector<float>& data, DType stora
   return sink_.constant(h.data(), h.size() * sizeof(uint16_t));
 }
 
-void BuildContext::set_arg(cl_kernel k, cl_uint i, cl_mem m) {
-  cl_check(clSetKernelArg(k, i, sizeof(cl_mem), &m), "clSetKernelArg(buffer)");
-}
-void BuildContext::set_arg(cl_kernel k, cl_uint i, int32_t v) {
-  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(int)");
-}
-void BuildContext::set_arg(cl_kernel k, cl_uint i, int64_t v) {
-  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(long)");
-}
-void BuildContext::set_arg(cl_kernel k, cl_uint i, float v) {
-  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(float)");
-}
-void BuildContext::set_arg(cl_kernel k, cl_uint i, double v) {
-  cl_check(clSetKernelArg(k, i, sizeof v, &v), "clSetKernelArg(double)");
+void resolve_launch(ClRuntime& cl, Launch& l) {
+  if (l.kernel) return;
+  KernelPtr k = cl.kernel(l.file, l.entry, l.options);
+  for (cl_uint i = 0; i < l.args.size(); ++i) {
+    const KernelArg& a = l.args[i];
+    switch (a.kind) {
+      case KernelArg::Kind::Mem:
+        cl_check(clSetKernelArg(k.get(), i, sizeof(cl_mem), &a.mem), "clSetKernelArg(buffer)");
+        break;
+      case KernelArg::Kind::Int32: {
+        const int32_t v = static_cast<int32_t>(a.i);
+        cl_check(clSetKernelArg(k.get(), i, sizeof v, &v), "clSetKernelArg(int)");
+        break;
+      }
+      case KernelArg::Kind::Int64: {
+        const int64_t v = a.i;
+        cl_check(clSetKernelArg(k.get(), i, sizeof v, &v), "clSetKernelArg(long)");
+        break;
+      }
+      case KernelArg::Kind::Float32: {
+        const float v = static_cast<float>(a.f);
+        cl_check(clSetKernelArg(k.get(), i, sizeof v, &v), "clSetKernelArg(float)");
+        break;
+      }
+      case KernelArg::Kind::Float64: {
+        const double v = a.f;
+        cl_check(clSetKernelArg(k.get(), i, sizeof v, &v), "clSetKernelArg(double)");
+        break;
+      }
+    }
+  }
+  l.kernel = std::move(k);
 }
 
-void BuildContext::push(KernelPtr k, const std::string& name, std::vector<size_t> global,
-                        std::vector<size_t> local) {
+void BuildContext::push(const std::string& file, const std::string& entry, const std::string& options,
+                        std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local) {
   Launch l;
-  l.kernel = std::move(k);
-  l.kernel_name = name;
+  l.file = file;
+  l.entry = entry;
+  l.options = options;
+  l.args = std::move(args);
+  l.kernel_name = file + ":" + entry;
   l.global = std::move(global);
   l.local = std::move(local);
   l.node = node_index();

@@ -29,8 +29,19 @@ struct VariantUse {
   std::string source;   // "heuristic", "forced", or "heuristic (forced ... does not apply)"
 };
 
+// A kernel argument recorded while building, set on the kernel when the launch is resolved.
+struct KernelArg {
+  enum class Kind { Mem, Int32, Int64, Float32, Float64 } kind = Kind::Mem;
+  cl_mem mem = nullptr;
+  int64_t i = 0;
+  double f = 0;
+};
+
 struct Launch {
+  // Null until resolve_launch(): programs build in parallel while the plan is made.
   KernelPtr kernel;
+  std::string file, entry, options;
+  std::vector<KernelArg> args;
   std::string kernel_name;  // "<file>:<entry>" for dumps and profiles
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: let the driver choose
@@ -87,6 +98,10 @@ class PlanSink {
   virtual void tuning_progress(const std::string& line) { (void)line; }
 };
 
+// Creates the launch's kernel (waiting for its program's build) and sets its arguments; a no-op
+// once done. Throws KernelBuildError (with the build log) or DeviceError.
+void resolve_launch(ClRuntime& cl, Launch& l);
+
 class BuildContext : public OpContext {
  public:
   BuildContext(const Graph& g, int node_index, int step, PlanSink& sink)
@@ -134,19 +149,21 @@ class BuildContext : public OpContext {
   // Records the variant used by the launches that follow (until the next call).
   void use_variant(VariantUse v) { variant_ = std::move(v); }
 
-  // Builds (or fetches) kernels/<file>.cl:<entry> with `options`, sets `args`, appends a launch
-  // over `global` (skipped when any global dim is 0).
+  // Appends a launch of kernels/<file>.cl:<entry> built with `options`, with `args`, over
+  // `global` (skipped when any global dim is 0). The program starts building in the background;
+  // the plan builder creates the kernel and sets the arguments when it resolves the launch.
   template <typename... Args>
   void launch(const std::string& file, const std::string& entry, const std::string& options,
               std::vector<size_t> global, std::vector<size_t> local, const Args&... args);
 
  private:
-  static void set_arg(cl_kernel k, cl_uint i, cl_mem m);
-  static void set_arg(cl_kernel k, cl_uint i, int32_t v);
-  static void set_arg(cl_kernel k, cl_uint i, int64_t v);
-  static void set_arg(cl_kernel k, cl_uint i, float v);
-  static void set_arg(cl_kernel k, cl_uint i, double v);
-  void push(KernelPtr k, const std::string& name, std::vector<size_t> global, std::vector<size_t> local);
+  static KernelArg arg(cl_mem m) { return {KernelArg::Kind::Mem, m, 0, 0}; }
+  static KernelArg arg(int32_t v) { return {KernelArg::Kind::Int32, nullptr, v, 0}; }
+  static KernelArg arg(int64_t v) { return {KernelArg::Kind::Int64, nullptr, v, 0}; }
+  static KernelArg arg(float v) { return {KernelArg::Kind::Float32, nullptr, 0, v}; }
+  static KernelArg arg(double v) { return {KernelArg::Kind::Float64, nullptr, 0, v}; }
+  void push(const std::string& file, const std::string& entry, const std::string& options,
+            std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local);
 
   int step_;
   PlanSink& sink_;
@@ -158,10 +175,8 @@ void BuildContext::launch(const std::string& file, const std::string& entry, con
                           std::vector<size_t> global, std::vector<size_t> local, const Args&... args) {
   for (size_t g : global)
     if (g == 0) return;
-  KernelPtr k = cl().kernel(file, entry, options);
-  cl_uint i = 0;
-  (set_arg(k.get(), i++, args), ...);
-  push(std::move(k), file + ":" + entry, std::move(global), std::move(local));
+  cl().prefetch(file, options);
+  push(file, entry, options, std::vector<KernelArg>{arg(args)...}, std::move(global), std::move(local));
 }
 
 // OpenCL C type that stores `t` ("float", "long", "uchar" for bool ...); fails for types the

@@ -10,7 +10,10 @@ For every model (NAME from --models-dir, or a path to an .onnx file) it measures
   - onnxruntime latency: one InferenceSession (default threads unless --ort-threads), W warm-up
     runs then N timed session.run calls per round;
   - ocl-infer latency: `ocl-infer MODEL --bench --iterations N --warmup W --json`, with the
-    optimizer (default) and with -O0;
+    optimizer (default) and with -O0, both with the device-class heuristics (--tuning-cache off);
+  - with --tune: `ocl-infer tune MODEL` first (into a fresh tuning cache; its time and the kernel
+    times it reports are recorded), then a third latency configuration that uses the tuned
+    choices;
   - correctness: one `--input ... --output-dir` run, with and without -O0, compared with
     onnxruntime's outputs (a latency marked "wrong output" measured a broken graph);
   - kernel launches and node counts: `--dump graph --json`, with and without -O0;
@@ -33,6 +36,7 @@ its error in the table instead of a number; the other columns are still measured
 """
 
 import argparse
+import math
 import json
 import os
 import platform
@@ -172,6 +176,7 @@ class Model:
 
 def measure(args, models: list, tmp_dir: str) -> list:
     results = []
+    tuning_cache = os.path.join(tmp_dir, "tuning.tsv")
     for name, path in models:
         entry = {"model": name, "path": path, "rounds": []}
         if not os.path.exists(path):
@@ -187,8 +192,20 @@ def measure(args, models: list, tmp_dir: str) -> list:
                 if model else []
         results.append(entry)
 
+    if args.tune:
+        for entry in results:
+            if "error" in entry:
+                continue
+            start = time.time()
+            entry["tune"] = attempt(run_cli, args.ocl_infer,
+                                    ["tune", entry["path"]] + entry["cli_input"]
+                                    + ["--tuning-cache", tuning_cache, "--json"], args.timeout * 10)
+            entry["tune_s"] = time.time() - start
+            print(f"tuned {entry['model']} in {entry['tune_s']:.0f} s", file=sys.stderr, flush=True)
+
     bench = ["--bench", "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-             "--json"]
+             "--json", "--tuning-cache", "off"]
+    tuned_bench = bench[:-1] + [tuning_cache]
     for round_index in range(args.rounds):
         for entry in results:
             if "error" in entry:
@@ -198,7 +215,7 @@ def measure(args, models: list, tmp_dir: str) -> list:
                 ("ort", None),
                 ("ocl", [entry["path"]] + entry["cli_input"] + bench),
                 ("ocl_O0", [entry["path"]] + entry["cli_input"] + bench + ["-O0"]),
-            ]
+            ] + ([("ocl_tuned", [entry["path"]] + entry["cli_input"] + tuned_bench)] if args.tune else [])
             shift = round_index % len(configurations)
             record = {}
             for key, cli_args in configurations[shift:] + configurations[:shift]:
@@ -321,6 +338,9 @@ def summarize(entry: dict) -> dict:
     s["ort_ms"], s["ort_min_ms"] = latency("ort")
     s["ocl_ms"], s["ocl_min_ms"] = latency("ocl")
     s["ocl_O0_ms"], s["ocl_O0_min_ms"] = latency("ocl_O0")
+    s["ocl_tuned_ms"], s["ocl_tuned_min_ms"] = latency("ocl_tuned") if entry["rounds"] and \
+        "ocl_tuned" in entry["rounds"][0] else (None, None)
+    s["tune_s"] = entry.get("tune_s")
     for key in ("check", "check_O0"):
         outcome = entry[key]
         s[key] = outcome.get("result", {}).get("max_abs_error")
@@ -379,6 +399,7 @@ def render(summaries: list, meta: dict) -> str:
         f"- {meta['rounds']} interleaved rounds × {meta['iterations']} timed runs after "
         f"{meta['warmup']} warm-up; latency = median of the per-round medians",
     ]
+    tuned = any(s.get("ocl_tuned_ms") is not None for s in summaries)
     if meta["rebuilt_during_run"]:
         lines.append("- **warning: ocl-infer or libocl_infer changed during the run; the numbers "
                      "mix two builds**")
@@ -441,6 +462,25 @@ def render(summaries: list, meta: dict) -> str:
                              f"by {s[key]:.3g} (max |output| {s[key + '_scale']:.3g}); its "
                              "latency is not meaningful")
 
+    if tuned:
+        lines += ["", "Tuned (`ocl-infer tune` first, then the same runs with its tuning cache):", "",
+                  "| model | ort median ms | heuristic median ms | tuned median ms | ratio tuned/ort "
+                  "| tuner gain (heuristic/tuned) | tuning time s |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for s in summaries:
+            if "model" in s["errors"]:
+                continue
+            lines.append(f"| {s['model']} | {fmt(s['ort_ms'])} | {fmt(s['ocl_ms'])} "
+                         f"| {fmt(s['ocl_tuned_ms'])} | {ratio(s['ocl_tuned_ms'], s['ort_ms'])} "
+                         f"| {ratio(s['ocl_ms'], s['ocl_tuned_ms'])} | {fmt(s['tune_s'], 0)} |")
+        geo = [(s["ocl_ms"], s["ocl_tuned_ms"], s["ort_ms"]) for s in summaries
+               if s.get("ocl_tuned_ms") and s.get("ocl_ms") and s.get("ort_ms")]
+        if geo:
+            def gmean(values):
+                return math.exp(sum(math.log(v) for v in values) / len(values))
+            lines += ["", f"Geometric means over {len(geo)} models: ocl-infer/ort "
+                      f"{gmean([h / o for h, _, o in geo]):.2f}× heuristic, "
+                      f"{gmean([t / o for _, t, o in geo]):.2f}× tuned."]
     lines += ["", "Details (ms unless noted; \"first\" includes \"plan\"):", "",
               "| model | ort min | ocl-infer min | -O0 min | max abs error vs ort -O1 / -O0 "
               "| nodes → optimized | weights MiB "
@@ -498,6 +538,8 @@ def main() -> None:
                         help="onnxruntime intra-op threads (default 0: its own default)")
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds per ocl-infer run (default 600)")
+    parser.add_argument("--tune", action="store_true",
+                        help="also tune each model (ocl-infer tune) and measure the tuned runs")
     parser.add_argument("--out", help="also write the table to this .md file and the raw "
                                       "measurements to the same name with .json")
     args = parser.parse_args()

@@ -140,7 +140,10 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
     if (kern.size() > 40) kern = kern.substr(0, 37) + "...";
     double gflops = l->avg_us > 0 ? l->flops / (l->avg_us * 1e3) : 0;
     double gbs = l->avg_us > 0 ? l->bytes / (l->avg_us * 1e3) : 0;
+    // "(tuned)" / "(forced)" when the choice did not come from the device-class heuristic.
     std::string variant = l->variant.empty() ? "-" : l->variant;
+    if (!l->variant.empty() && (l->variant_source == "tuned" || l->variant_source == "forced"))
+      variant += " (" + l->variant_source + ")";
     if (variant.size() > 60) variant = variant.substr(0, 57) + "...";
     std::snprintf(line, sizeof line, "%4d  %-34s %-22s %-18s %-40s %10.1f %10.1f %6.2f %8s %8s  %s%s\n",
                   l->index, name.c_str(), op.c_str(),

@@ -131,9 +131,9 @@ std::vector<DeviceInfo> list_devices();
 enum class Precision { Float32, Float16 };
 
 struct SessionOptions {
-  // "" picks the first GPU or accelerator, else the first CPU device. A decimal number picks that
-  // index of list_devices(); anything else picks the first device whose name contains it
-  // (case-insensitive).
+  // "" takes $OCL_INFER_DEVICE when set, else picks the first GPU or accelerator, else the first
+  // CPU device. A decimal number picks that index of list_devices(); anything else picks the first
+  // device whose name contains it (case-insensitive).
   std::string device;
   Precision precision = Precision::Float32;
   // With Precision::Float16: op types whose nodes keep float32 storage for all their tensors

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -147,6 +148,16 @@ T device_scalar(cl_device_id d, cl_device_info what) {
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+// $OCL_INFER_EXTRA_BUILD_OPTIONS is appended to every program's options (e.g. "-Drestrict=" for
+// oclgrind, which cannot run LLVM's noalias scopes).
+const std::string& extra_build_options() {
+  static const std::string extra = [] {
+    const char* e = std::getenv("OCL_INFER_EXTRA_BUILD_OPTIONS");
+    return e && *e ? std::string(" ") + e : std::string();
+  }();
+  return extra;
 }
 
 // FNV-1a, 64 bit: only a cache key, collisions are caught by storing the full key in the entry.
@@ -343,11 +354,21 @@ ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
     cl_check(err, "clCreateCommandQueue");
   }
   caps_ = query_caps(dev_.device);
+  free_slots_ = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   cache_dir_ = cache_dir.empty() ? default_cache_dir() : cache_dir;
   if (cache_dir_ == "off") cache_dir_.clear();  // from the option or $OCL_INFER_CACHE_DIR
 }
 
 ClRuntime::~ClRuntime() {
+  // Prefetched builds still running use the context: wait for them, and release what they built.
+  for (auto& [k, f] : pending_) {
+    try {
+      cl_program p = f.get();
+      if (!programs_.count(k)) clReleaseProgram(p);
+    } catch (...) {
+      // a failed prefetch that nobody asked for
+    }
+  }
   for (auto& [k, p] : programs_) clReleaseProgram(p);
   if (queue_) clReleaseCommandQueue(queue_);
   if (context_) clReleaseContext(context_);
@@ -415,17 +436,16 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
     if (clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n) == CL_SUCCESS && n > 1) {
       std::string logtext(n, '\0');
       clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, n, logtext.data(), nullptr);
-      if (logtext.find("warning") != std::string::npos)
+      if (logtext.find("warning") != std::string::npos) {
+        std::lock_guard<std::mutex> lock(log_mu_);
         log_("kernel build warnings in kernels/" + file + ".cl with options '" + options + "':\n" + logtext);
+      }
     }
   }
   return p;
 }
 
-cl_program ClRuntime::program(const std::string& file, const std::string& options) {
-  std::string mem_key = file + '\n' + options;
-  if (auto it = programs_.find(mem_key); it != programs_.end()) return it->second;
-
+cl_program ClRuntime::load_or_build(const std::string& file, const std::string& options) {
   auto t0 = std::chrono::steady_clock::now();
   std::string src = kernel_source(file);
   std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
@@ -456,6 +476,7 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
               clBuildProgram(p, 1, &dev_.device, options.c_str(), nullptr, nullptr) ==
                   CL_SUCCESS) {
             prog = p;
+            std::lock_guard<std::mutex> lock(mu_);
             stats_.cached++;
           } else if (p) {
             clReleaseProgram(p);
@@ -466,7 +487,10 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
   }
   if (!prog) {
     prog = build_from_source(src, options, file);
-    stats_.built++;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.built++;
+    }
     if (!path.empty()) {
       size_t bsize = 0;
       if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) ==
@@ -492,21 +516,72 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
       }
     }
   }
-  stats_.compile_ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  programs_[mem_key] = prog;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return prog;
+}
+
+cl_program ClRuntime::program(const std::string& file, const std::string& options) {
+  const std::string key = file + '\n' + options;
+  std::shared_future<cl_program> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = programs_.find(key); it != programs_.end()) return it->second;
+    if (auto it = pending_.find(key); it != pending_.end()) pending = it->second;
+  }
+  cl_program p = pending.valid() ? pending.get() : load_or_build(file, options);  // get() rethrows
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.erase(key);
+  if (auto it = programs_.find(key); it != programs_.end()) {
+    if (it->second != p) clReleaseProgram(p);  // built twice meanwhile: keep the first
+    return it->second;
+  }
+  programs_[key] = p;
+  return p;
+}
+
+void ClRuntime::prefetch(const std::string& file, const std::string& options) {
+  // Off unless asked for: PoCL 3.1 serialises its compiler (resnet18's 14 programs took 27 s of
+  // build time in two threads against 11 s in one, and the cold start got slower), and rusticl
+  // compiles when kernels are first used, not in clBuildProgram. Drivers that compile in
+  // clBuildProgram without a global lock may gain.
+  static const bool parallel = [] {
+    const char* e = std::getenv("OCL_INFER_PARALLEL_BUILDS");
+    return e && std::string(e) == "1";
+  }();
+  if (!parallel) return;
+  const std::string opts = options + extra_build_options();
+  const std::string key = file + '\n' + opts;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (programs_.count(key) || pending_.count(key)) return;
+  pending_[key] = std::async(std::launch::async, [this, file, opts] {
+                    {
+                      std::unique_lock<std::mutex> l(slots_mu_);
+                      slots_cv_.wait(l, [this] { return free_slots_ > 0; });
+                      --free_slots_;
+                    }
+                    struct Release {
+                      ClRuntime* rt;
+                      ~Release() {
+                        {
+                          std::lock_guard<std::mutex> l(rt->slots_mu_);
+                          ++rt->free_slots_;
+                        }
+                        rt->slots_cv_.notify_one();
+                      }
+                    } release{this};
+                    return load_or_build(file, opts);
+                  }).share();
+}
+
+CompileStats ClRuntime::compile_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
                             const std::string& options) {
-  // $OCL_INFER_EXTRA_BUILD_OPTIONS is appended to every program's options (e.g. "-Drestrict=" for
-  // oclgrind, which cannot run LLVM's noalias scopes).
-  static const std::string extra = [] {
-    const char* e = std::getenv("OCL_INFER_EXTRA_BUILD_OPTIONS");
-    return e && *e ? std::string(" ") + e : std::string();
-  }();
-  cl_program p = program(file, options + extra);
+  cl_program p = program(file, options + extra_build_options());
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(p, entry.c_str(), &err);
   if (err != CL_SUCCESS)

@@ -9,7 +9,10 @@
 #include <CL/cl.h>
 
 #include <functional>
+#include <condition_variable>
+#include <future>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -98,11 +101,19 @@ class ClRuntime {
   // A new kernel object for `entry` in kernels/<file>.cl built with `options`. Programs are
   // cached in memory and on disk. Throws KernelBuildError with the build log.
   KernelPtr kernel(const std::string& file, const std::string& entry, const std::string& options);
+  // With $OCL_INFER_PARALLEL_BUILDS=1: starts building kernels/<file>.cl with `options` on a
+  // worker thread (at most one per CPU core), so that the programs of a plan build in parallel;
+  // kernel() then waits for it. A no-op when the program exists or is under way, and by default.
+  // Build errors surface from kernel().
+  void prefetch(const std::string& file, const std::string& options);
 
-  CompileStats& compile_stats() { return stats_; }
+  // Totals so far (compile_ms sums the builds' own times, which overlap when parallel).
+  CompileStats compile_stats() const;
 
  private:
   cl_program program(const std::string& file, const std::string& options);
+  // Loads from the disk cache or compiles; thread-safe.
+  cl_program load_or_build(const std::string& file, const std::string& options);
   cl_program build_from_source(const std::string& src, const std::string& options,
                                const std::string& file);
 
@@ -114,6 +125,12 @@ class ClRuntime {
   std::string cache_dir_;
   std::function<void(const std::string&)> log_;
   std::map<std::string, cl_program> programs_;
+  std::map<std::string, std::shared_future<cl_program>> pending_;  // prefetched, by the same key
+  mutable std::mutex mu_;       // programs_, pending_, stats_
+  std::mutex log_mu_;           // log_ from worker threads
+  std::mutex slots_mu_;         // worker slots
+  std::condition_variable slots_cv_;
+  int free_slots_ = 0;
   CompileStats stats_;
 };
 

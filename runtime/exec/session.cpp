@@ -66,7 +66,10 @@ struct Session::Impl {
 
   // Picks the device and the memory limit (before the model is read: the loader checks against it).
   void open_device() {
-    device = oi::select_device(options.device);
+    std::string spec = options.device;
+    if (spec.empty())
+      if (const char* env = std::getenv("OCL_INFER_DEVICE"); env && *env) spec = env;
+    device = oi::select_device(spec);
     if (options.max_memory_bytes > 0) {
       memory_limit = options.max_memory_bytes;
       memory_limit_source = "set by --max-memory / SessionOptions::max_memory_bytes";

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The model and variant tests on a second OpenCL implementation: Mesa's rusticl with its llvmpipe
+# software device (Debian's mesa-opencl-icd; RUSTICL_ENABLE=llvmpipe), which has GPU-like limits
+# (work-groups up to 1024, 32 KiB local memory, 8-lane SIMD). Runs
+#   1. test_models with the GPU-shaped conv and gemm variants forced ($OCL_INFER_VARIANT), and with
+#      the default (device-class) choice;
+#   2. test_variants (every variant of every family, forced in turn);
+#   3. resnet18 per-inference time with the GPU-shaped family forced and with the defaults (wall
+#      clock: rusticl's event timestamps are all zero).
+#
+#   tools/rusticl_check.sh [BUILD_DIR]       (installs mesa-opencl-icd when missing)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+if [ ! -e /etc/OpenCL/vendors/rusticl.icd ]; then
+  echo "rusticl_check: installing mesa-opencl-icd" >&2
+  apt-get install -y mesa-opencl-icd >/dev/null || { echo "rusticl_check: cannot install mesa-opencl-icd" >&2; exit 1; }
+fi
+export RUSTICL_ENABLE=llvmpipe
+dev=$("$build/ocl-infer" --list-devices 2>/dev/null | awk -F: '/rusticl/ {print $1; exit}')
+[ -n "$dev" ] || { echo "rusticl_check: no rusticl device listed" >&2; exit 1; }
+export OCL_INFER_DEVICE=$dev OCL_INFER_CACHE_DIR=${OCL_INFER_CACHE_DIR:-$build/kernel-cache}
+fail=0
+run() {  # run NAME COMMAND...
+  local t0=$(date +%s)
+  if "$@" >/tmp/rusticl_check.$$.log 2>&1; then echo "ok: $1 ($(($(date +%s) - t0)) s)"
+  else echo "FAIL: $* ($(($(date +%s) - t0)) s)"; tail -30 /tmp/rusticl_check.$$.log; fail=$((fail + 1)); fi
+}
+OCL_INFER_VARIANT="conv=tiled;gemm=tiled" run "$build/tests/test_models"
+run "$build/tests/test_models"
+run "$build/tests/test_variants"
+echo "resnet18 on rusticl, GPU-shaped conv and gemm forced:"
+OCL_INFER_VARIANT="conv=tiled:ts=32,rm=2,rn=2,tk=16;gemm=tiled" "$build/ocl-infer" "$build/models/resnet18.onnx" \
+  --bench --iterations 3 --warmup 1 2>&1 | grep -E "latency|start-up"
+echo "resnet18 on rusticl, the device-class choice (llvmpipe reports a CPU: the CPU-shaped kernels):"
+"$build/ocl-infer" "$build/models/resnet18.onnx" --bench --iterations 1 --warmup 0 2>&1 | grep -E "latency|start-up"
+rm -f /tmp/rusticl_check.$$.log
+echo "rusticl_check: $fail failed"
+[ $fail -eq 0 ]
