@@ -80,7 +80,7 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   require_int32(ctx, {d.M, d.N, d.K, npad * d.K, d.a_rs, d.a_ks, d.c_rs, d.c_cs});
   std::string opts = "-DMR=" + std::to_string(mr) + " -DVW=" + std::to_string(v.at("vw")) +
                      " -DNV=" + std::to_string(v.at("nv")) + BuildContext::storage_option("AS", d.a_storage) +
-                     BuildContext::storage_option("BS", ctx.input(d.b_input).dtype) +
+                     BuildContext::storage_option("BS", d.b_host ? DType::Float32 : ctx.input(d.b_input).dtype) +
                      BuildContext::storage_option("CS", d.c_storage) + BuildContext::storage_option("YS", d.y_storage) +
                      (d.epilogue.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(d.epilogue.residual).dtype)
                                                : "");
@@ -88,7 +88,9 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   // B packed: a constant is packed once here; anything else by a kernel before every product.
   cl_mem bp;
   std::string packed_opts;  // constants are packed in B's storage type
-  if (ctx.is_const(d.b_input)) {
+  if (d.b_host) {
+    bp = ctx.constant_floats(pack_b_host(*d.b_host, d, nr, npad), DType::Float32);
+  } else if (ctx.is_const(d.b_input)) {
     const DType st = ctx.input(d.b_input).dtype;
     packed_opts = BuildContext::storage_option("PS", st);
     bp = ctx.constant_floats(pack_b_host(convert_elements(ctx.in_data(d.b_input), DType::Float32), d, nr, npad), st);
@@ -153,7 +155,7 @@ void tiled_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v) 
   require_int32(ctx, {d.M, d.N, d.K, d.a_rs, d.a_ks, d.b_ks, d.b_ns, d.c_rs, d.c_cs});
   std::string opts = "-DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" + std::to_string(rn) +
                      " -DTK=" + std::to_string(v.at("tk")) + BuildContext::storage_option("AS", d.a_storage) +
-                     BuildContext::storage_option("BS", ctx.input(d.b_input).dtype) +
+                     BuildContext::storage_option("BS", d.b_host ? DType::Float32 : ctx.input(d.b_input).dtype) +
                      BuildContext::storage_option("CS", d.c_storage) + BuildContext::storage_option("YS", d.y_storage) +
                      (d.epilogue.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(d.epilogue.residual).dtype)
                                                : "") +
@@ -171,7 +173,8 @@ void tiled_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v) 
   ctx.launch("gemm_tiled", "gemm_f32_tiled", opts,
              {static_cast<size_t>((d.N + ts - 1) / ts) * wx, static_cast<size_t>((d.M + ts - 1) / ts) * wy,
               static_cast<size_t>(batch)},
-             {wx, wy, 1}, p.a, static_cast<int32_t>(d.a_rs), static_cast<int32_t>(d.a_ks), ctx.in_buf(d.b_input),
+             {wx, wy, 1}, p.a, static_cast<int32_t>(d.a_rs), static_cast<int32_t>(d.a_ks),
+             d.b_host ? ctx.constant(*d.b_host).mem : ctx.in_buf(d.b_input),
              static_cast<int32_t>(d.b_ks), static_cast<int32_t>(d.b_ns), offs, c, static_cast<int32_t>(d.c_rs),
              static_cast<int32_t>(d.c_cs), residual, p.y, static_cast<int32_t>(d.M), static_cast<int32_t>(d.N),
              static_cast<int32_t>(d.K), d.alpha, d.beta);
@@ -198,7 +201,13 @@ std::vector<VariantInfo> gemm_variant_info() { return family_info(gemm_family())
 
 void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
   if (d.M == 0 || d.N == 0 || d.a_off.empty()) return;
-  run_variant(ctx, gemm_family(), GemmProblem{&d, a, y, ctx.is_const(d.b_input)});
+  run_variant(ctx, gemm_family(), GemmProblem{&d, a, y, d.b_host || ctx.is_const(d.b_input)});
+}
+
+void launch_gemm_packed(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
+  if (d.M == 0 || d.N == 0 || d.a_off.empty()) return;
+  const GemmProblem p{&d, a, y, d.b_host || ctx.is_const(d.b_input)};
+  packed_run(ctx, p, packed_defaults(p, ctx.caps()));
 }
 
 namespace {

@@ -23,6 +23,9 @@ struct GemmDesc {
   // b_index[b] (empty: matrix 0 for every batch). b_count: how many matrices B holds.
   int b_input = 1;
   int64_t b_ks = 0, b_ns = 1, b_bs = 0, b_count = 1;
+  // Or B given as a float32 host tensor made at plan time (Winograd's transformed weights),
+  // laid out through the same strides; then b_input is unused.
+  const Tensor* b_host = nullptr;
   std::vector<int64_t> b_index;
   float alpha = 1, beta = 0;
   // Optional C (nullptr: none), broadcast over [M, N] through strides (0 on a broadcast dim).
@@ -37,5 +40,8 @@ struct GemmDesc {
 // Appends the launches of the gemm family's chosen variant (a B-packing pass when B is not
 // constant, then the product). Requires float32 operands; fails for sizes beyond int32 indexing.
 void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d);
+// The register-blocked product with its default parameters, without the family's choice (for
+// kernels that use a GEMM as one of their steps, e.g. Winograd convolution).
+void launch_gemm_packed(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d);
 
 }  // namespace oi

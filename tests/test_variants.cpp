@@ -210,6 +210,9 @@ TEST(Variants, ConvEveryVariantAndParameter) {
       {"pointwise", 1, 5, 13, 1, {9, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true},
       {"3x3 grouped dilated", 1, 6, 9, 3, {13, 11}, {3, 3}, {1, 1}, {2, 2}, {2, 1, 2, 3}, true, false},
       {"1-D stride 2", 2, 4, 5, 1, {19}, {5}, {2}, {1}, {2, 1}, true, true},
+      // Winograd F(2,3) applies: odd output sizes (partial tiles), asymmetric padding.
+      {"3x3 plain, odd sizes", 2, 5, 7, 1, {11, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}, true, true},
+      {"3x3 no padding, no bias", 1, 3, 4, 1, {8, 7}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, false},
   };
   std::vector<Problem> problems;
   for (const auto& c : cases) problems.push_back(conv_problem(c, rng));
