@@ -346,7 +346,7 @@ TEST(Variants, BadForcedVariantsAreClearErrors) {
   m.input("x", DType::Float32, {1, 4}).output("y");
   m.node("Relu", {"x"}, {"y"});
   std::string bytes = m.bytes();
-  for (const char* bad : {"conv=winograd", "convolution=packed", "conv=packed:ocb=x", "conv=packed:tile=4", "conv"}) {
+  for (const char* bad : {"conv=fft", "convolution=packed", "conv=packed:ocb=x", "conv=packed:tile=4", "conv"}) {
     ocl_infer::SessionOptions opt;
     opt.kernel_variants = bad;
     try {

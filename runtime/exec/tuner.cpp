@@ -122,9 +122,10 @@ void Tuner::record(const std::string& family, const std::string& key, const std:
   table_[family + '\t' + key] = e;
   fresh_[family + '\t' + key] = e;
   summary_.problems += 1;
-  summary_.improved += ms < heuristic_ms * 0.97;
+  // run_variant keeps the heuristic unless another choice is clearly faster, so any gain counts.
+  summary_.improved += ms < heuristic_ms;
   summary_.candidates += candidates;
-  summary_.heuristic_ms += heuristic_ms;
+  summary_.heuristic_ms += std::isfinite(heuristic_ms) ? heuristic_ms : ms;  // a heuristic that failed
   summary_.tuned_ms += ms;
   summary_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
