@@ -378,23 +378,11 @@ bool tiled_applies(const ConvDesc& d, const DeviceCaps& c) {
 bool tiled_preferred(const ConvDesc& d, const DeviceCaps& c) { return !c.is_cpu() && !(d.C_g == 1 && d.s.G > 1); }
 
 bool tiled_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& v) {
-  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
-  if ((ts != 16 && ts != 32 && ts != 64) || (rm != 1 && rm != 2 && rm != 4) || (rn != 1 && rn != 2 && rn != 4) ||
-      (tk != 4 && tk != 8 && tk != 16))
-    return false;
-  const size_t items = static_cast<size_t>(ts / rm) * static_cast<size_t>(ts / rn);
-  return items <= c.max_work_group_size && c.max_work_item_sizes.size() >= 2 &&
-         static_cast<size_t>(ts / rn) <= c.max_work_item_sizes[0] &&
-         static_cast<size_t>(ts / rm) <= c.max_work_item_sizes[1] && 2u * tk * ts * sizeof(float) <= c.local_mem_bytes;
+  return tiled_params_fit(c, v);
 }
 
 VariantParams tiled_defaults(const ConvDesc& d, const DeviceCaps& c) {
-  const bool big = d.M_g >= 64 && product(d.s.w.out) >= 64;
-  for (VariantParams v : {VariantParams{{"ts", big ? 64 : 32}, {"rm", big ? 4 : 2}, {"rn", big ? 4 : 2}, {"tk", 16}},
-                          VariantParams{{"ts", 32}, {"rm", 4}, {"rn", 4}, {"tk", 8}},
-                          VariantParams{{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 8}}})
-    if (tiled_valid(d, c, v)) return v;
-  return {{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 4}};
+  return tiled_params_default(c, d.M_g >= 64 && product(d.s.w.out) >= 64);
 }
 
 void tiled_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& v) {
@@ -497,8 +485,7 @@ const KernelFamily<ConvDesc>& conv_family() {
       "conv",
       {
           {"tiled", "GPU-shaped implicit GEMM: TSxTS tiles per work-group in local memory, RMxRN per work-item",
-           {{"ts", {16, 32, 64}}, {"rm", {1, 2, 4}}, {"rn", {1, 2, 4}}, {"tk", {4, 8, 16}}},
-           tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
+           tiled_param_space(), tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
           {"winograd", "F(2x2,3x3) for 3x3 stride-1 convs: transforms + 16 GEMMs over the channels", {},
            winograd_applies, nullptr, winograd_defaults, winograd_run, winograd_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",

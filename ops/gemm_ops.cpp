@@ -126,26 +126,11 @@ bool tiled_applies(const GemmProblem&, const DeviceCaps& c) { return c.max_work_
 bool tiled_preferred(const GemmProblem&, const DeviceCaps& c) { return !c.is_cpu(); }
 
 bool tiled_valid(const GemmProblem&, const DeviceCaps& c, const VariantParams& v) {
-  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
-  if ((ts != 16 && ts != 32 && ts != 64) || (rm != 1 && rm != 2 && rm != 4) || (rn != 1 && rn != 2 && rn != 4) ||
-      (tk != 4 && tk != 8 && tk != 16))
-    return false;
-  const size_t items = static_cast<size_t>(ts / rm) * static_cast<size_t>(ts / rn);
-  return items <= c.max_work_group_size && c.max_work_item_sizes.size() >= 2 &&
-         static_cast<size_t>(ts / rn) <= c.max_work_item_sizes[0] &&
-         static_cast<size_t>(ts / rm) <= c.max_work_item_sizes[1] &&
-         2u * tk * ts * sizeof(float) <= c.local_mem_bytes;
+  return tiled_params_fit(c, v);
 }
 
 VariantParams tiled_defaults(const GemmProblem& p, const DeviceCaps& c) {
-  // 64x64 tiles of 16x16 work-items with 4x4 blocks for large products; 32x32 tiles (16x16
-  // work-items, 2x2 blocks) when a side is short; smaller work-groups where the device needs.
-  const bool big = p.d->M >= 64 && p.d->N >= 64;
-  for (VariantParams v : {VariantParams{{"ts", big ? 64 : 32}, {"rm", big ? 4 : 2}, {"rn", big ? 4 : 2}, {"tk", 16}},
-                          VariantParams{{"ts", 32}, {"rm", 4}, {"rn", 4}, {"tk", 8}},
-                          VariantParams{{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 8}}})
-    if (tiled_valid(p, c, v)) return v;
-  return {{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 4}};
+  return tiled_params_default(c, p.d->M >= 64 && p.d->N >= 64);
 }
 
 void tiled_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v) {
@@ -185,8 +170,7 @@ const KernelFamily<GemmProblem>& gemm_family() {
       "gemm",
       {
           {"tiled", "GPU-shaped: TSxTS tiles per work-group in local memory, RMxRN per work-item, B in place",
-           {{"ts", {16, 32, 64}}, {"rm", {1, 2, 4}}, {"rn", {1, 2, 4}}, {"tk", {4, 8, 16}}},
-           tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
+           tiled_param_space(), tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
           {"packed", "register-blocked: MR rows x VW*NV columns per work-item, B packed in panels",
            {{"mr", {1, 2, 4, 6, 8}}, {"vw", {4, 8, 16}}, {"nv", {1, 2}}},
            packed_applies, packed_valid, packed_defaults, packed_run},

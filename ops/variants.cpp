@@ -31,6 +31,31 @@ bool parse_int(const std::string& s, int* v) {
 
 }  // namespace
 
+std::vector<ParamSpace> tiled_param_space() {
+  return {{"ts", {16, 32, 64}}, {"rm", {1, 2, 4}}, {"rn", {1, 2, 4}}, {"tk", {4, 8, 16}}};
+}
+
+bool tiled_params_fit(const DeviceCaps& c, const VariantParams& v) {
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
+  if ((ts != 16 && ts != 32 && ts != 64) || (rm != 1 && rm != 2 && rm != 4) || (rn != 1 && rn != 2 && rn != 4) ||
+      (tk != 4 && tk != 8 && tk != 16))
+    return false;
+  const size_t items = static_cast<size_t>(ts / rm) * static_cast<size_t>(ts / rn);
+  return items <= c.max_work_group_size && c.max_work_item_sizes.size() >= 2 &&
+         static_cast<size_t>(ts / rn) <= c.max_work_item_sizes[0] &&
+         static_cast<size_t>(ts / rm) <= c.max_work_item_sizes[1] && 2u * tk * ts * sizeof(float) <= c.local_mem_bytes;
+}
+
+VariantParams tiled_params_default(const DeviceCaps& c, bool big) {
+  // 64x64 tiles of 16x16 work-items with 4x4 blocks for large products; 32x32 tiles (16x16
+  // work-items, 2x2 blocks) when a side is short; smaller work-groups where the device needs.
+  for (VariantParams v : {VariantParams{{"ts", big ? 64 : 32}, {"rm", big ? 4 : 2}, {"rn", big ? 4 : 2}, {"tk", 16}},
+                          VariantParams{{"ts", 32}, {"rm", 4}, {"rn", 4}, {"tk", 8}},
+                          VariantParams{{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 8}}})
+    if (tiled_params_fit(c, v)) return v;
+  return {{"ts", 16}, {"rm", 4}, {"rn", 4}, {"tk", 4}};
+}
+
 std::string format_choice(const std::string& variant, const VariantParams& params) {
   std::string s = variant;
   char sep = ':';

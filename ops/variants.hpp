@@ -51,6 +51,13 @@ struct KernelFamily {
   std::string (*key)(const Desc&) = nullptr;
 };
 
+// The parameters of kernels/tiled.cl (ts, rm, rn, tk), shared by the conv and gemm "tiled"
+// variants: the candidate values, whether a set fits the device (work-group and local-memory
+// limits), and the default for a product whose sides are all >= 64 (`big`) or not.
+std::vector<ParamSpace> tiled_param_space();
+bool tiled_params_fit(const DeviceCaps& caps, const VariantParams& params);
+VariantParams tiled_params_default(const DeviceCaps& caps, bool big);
+
 // "packed:ocb=8,owb=4"
 std::string format_choice(const std::string& variant, const VariantParams& params);
 // The node's operand storage types and fused epilogue, appended to a family's key: "|f32,f32>f16+act".
