@@ -211,4 +211,30 @@ inline double rel_error(const Tensor& got, const Tensor& want) {
   return err / mx;
 }
 
+// Rows of x normalised over the trailing dims from `axis`: (x - mean) / sqrt(var + eps), in
+// double, then times scale and plus bias (each optional), indexed by position in the row modulo
+// their size (LayerNormalization), or by row modulo their size when per_row (InstanceNormalization).
+inline Tensor normalize_rows(const Tensor& x, size_t axis, double eps, const Tensor* scale, const Tensor* bias,
+                             bool per_row = false) {
+  int64_t n = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d) n *= x.shape[d];
+  Tensor y(DType::Float32, x.shape);
+  for (int64_t r = 0; r < x.numel() / n; ++r) {
+    const float* xr = x.data<float>() + r * n;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += xr[i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= n;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = per_row ? r : i;
+      double v = (xr[i] - mean) / std::sqrt(var + eps);
+      if (scale) v *= scale->data<float>()[k % scale->numel()];
+      if (bias) v += bias->data<float>()[k % bias->numel()];
+      y.data<float>()[r * n + i] = static_cast<float>(v);
+    }
+  }
+  return y;
+}
+
 }  // namespace reference

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
 
 using namespace testing_util;
 using Shape = std::vector<int64_t>;
@@ -255,28 +256,6 @@ TEST(Optimizer, BatchedMatMulBiasGeluIsOneKernel) {
   EXPECT_LE(rel_error(r.out.at("y"), linear_gelu_reference(a, w, bias, false)), 1e-5);
 }
 
-// LayerNorm over the trailing dims from `axis` in double: (x - mean) / sqrt(var + eps) * g + b.
-Tensor layernorm_reference(const Tensor& x, int axis, double eps, const Tensor* g, const Tensor* b) {
-  int64_t n = 1;
-  for (size_t d = axis; d < x.shape.size(); ++d) n *= x.shape[d];
-  Tensor y(DType::Float32, x.shape);
-  for (int64_t r = 0; r < x.numel() / n; ++r) {
-    const float* xr = x.data<float>() + r * n;
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < n; ++i) mean += xr[i];
-    mean /= n;
-    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    var /= n;
-    for (int64_t i = 0; i < n; ++i) {
-      double v = (xr[i] - mean) / std::sqrt(var + eps);
-      if (g) v *= g->data<float>()[i % g->numel()];
-      if (b) v += b->data<float>()[i % b->numel()];
-      y.data<float>()[r * n + i] = static_cast<float>(v);
-    }
-  }
-  return y;
-}
-
 // The LayerNorm that exporters write out before opset 17 becomes one LayerNormalization kernel:
 // with Pow or Mul for the square, axes as an attribute (opset 13) or an input (opset 18), over one
 // or two trailing dims, with and without scale and shift. Patterns that differ stay unfused.
@@ -339,7 +318,7 @@ TEST(Optimizer, FusesDecomposedLayerNorm) {
     EXPECT_EQ(fused, c.fuses) << ::testing::PrintToString(r.ops);
     if (c.fuses) {
       EXPECT_NE(r.plan_json.find("norm_rows"), std::string::npos);  // the LayerNormalization kernel
-      EXPECT_LE(rel_error(r.out.at("y"), layernorm_reference(x, axis, 1e-5, c.gamma ? &g : nullptr, c.beta ? &b : nullptr)),
+      EXPECT_LE(rel_error(r.out.at("y"), reference::normalize_rows(x, axis, 1e-5, c.gamma ? &g : nullptr, c.beta ? &b : nullptr)),
                 1e-5);
     }
   }
@@ -357,7 +336,7 @@ TEST(Optimizer, FusesDecomposedLayerNorm) {
   Tensor x = random_tensor({4, 8}, rng);
   auto r = check_same(m, {{"x", x}});
   EXPECT_GT(r.ops.size(), 1u);
-  EXPECT_LE(rel_error(r.out.at("y"), layernorm_reference(x, 1, 1e-5, nullptr, nullptr)), 1e-5);
+  EXPECT_LE(rel_error(r.out.at("y"), reference::normalize_rows(x, 1, 1e-5, nullptr, nullptr)), 1e-5);
 }
 
 TEST(Planner, BitIdenticalWithAndWithoutMemoryPlanning) {

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
 
 using namespace testing_util;
 
@@ -281,30 +282,6 @@ TEST(Variants, PoolEveryVariantAndParameter) {
   sweep("pool", problems);
 }
 
-// Rows of x normalised over the trailing dims from `axis`; scale/bias indexed by position in the
-// row modulo their size (LayerNormalization), or by row modulo their size (InstanceNormalization:
-// per_row).
-Tensor norm_reference(const Tensor& x, size_t axis, const Tensor& scale, const Tensor& bias, bool per_row, double eps) {
-  int64_t n = 1;
-  for (size_t d = axis; d < x.shape.size(); ++d) n *= x.shape[d];
-  Tensor y(DType::Float32, x.shape);
-  for (int64_t r = 0; r < x.numel() / n; ++r) {
-    const float* xr = x.data<float>() + r * n;
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < n; ++i) mean += xr[i];
-    mean /= n;
-    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    var /= n;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t k = per_row ? r : i;
-      y.data<float>()[r * n + i] = static_cast<float>((xr[i] - mean) / std::sqrt(var + eps) *
-                                                          scale.data<float>()[k % scale.numel()] +
-                                                      bias.data<float>()[k % bias.numel()]);
-    }
-  }
-  return y;
-}
-
 TEST(Variants, NormEveryVariantAndParameter) {
   std::mt19937 rng(4);
   struct LnCase {
@@ -326,7 +303,7 @@ TEST(Variants, NormEveryVariantAndParameter) {
     p.model.input("x", DType::Float32, c.x).output("y").initializer("g", g).initializer("b", b);
     attr_i(p.model.node("LayerNormalization", {"x", "g", "b"}, {"y"}), "axis", c.axis);
     p.feeds["x"] = x;
-    p.reference = norm_reference(x, c.axis < 0 ? c.x.size() + c.axis : c.axis, g, b, false, 1e-5);
+    p.reference = reference::normalize_rows(x, c.axis < 0 ? c.x.size() + c.axis : c.axis, 1e-5, &g, &b);
     problems.push_back(std::move(p));
   }
   {
@@ -335,7 +312,7 @@ TEST(Variants, NormEveryVariantAndParameter) {
     p.model.input("x", DType::Float32, {2, 3, 5, 7}).output("y").initializer("g", g).initializer("b", b);
     p.model.node("InstanceNormalization", {"x", "g", "b"}, {"y"});
     p.feeds["x"] = x;
-    p.reference = norm_reference(x, 2, g, b, true, 1e-5);
+    p.reference = reference::normalize_rows(x, 2, 1e-5, &g, &b, true);
     problems.push_back(std::move(p));
   }
   sweep("norm", problems);
