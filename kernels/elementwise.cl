@@ -13,6 +13,7 @@
 //                                              operand: one contiguous block of output dims)
 //   -DNDIM=n                                   rank used by broadcast indexing
 //   -DTO_INT                                   output is an integer/bool type
+//   -DQMIN=.. -DQMAX=..                        QuantizeLinear's output range
 //   -DUSE_FP64                                 a double is involved
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -200,6 +201,13 @@ typedef float real;
 #define H(a, b, c) ((a) ? (b) : (c))
 #elif defined(OP_CLIP)
 #define H(a, b, c) MINV(MAXV(a, b), c)
+#elif defined(OP_QUANTIZE)
+// QuantizeLinear: saturate(round_half_even(x / scale) + zero_point) into [QMIN, QMAX]; clamp()
+// maps NaN to QMIN (fmax semantics) and keeps the conversion defined.
+#define H(x, s, z) clamp(rint((real)(x) / (real)(s)) + (real)(z), (real)QMIN, (real)QMAX)
+#elif defined(OP_DEQUANTIZE)
+// DequantizeLinear: (x - zero_point) * scale, the difference exact in integers.
+#define H(x, s, z) ((real)((long)(x) - (long)(z)) * (real)(s))
 #endif
 
 // Broadcast indexing: meta holds NDIM output dims, then NDIM strides per input (0 on broadcast

@@ -273,14 +273,11 @@ void gemm_build(BuildContext& ctx) {
   launch_gemm(ctx, ctx.in_buf(0), ctx.out_buf(0), d);
 }
 
-// ---- MatMul --------------------------------------------------------------------------------
-struct MatmulShape {
-  Shape a_batch, b_batch, batch, out;
-  int64_t M, N, K;
-};
+}  // namespace
 
-MatmulShape matmul_shape(const OpContext& ctx) {
-  const Shape &a = ctx.in_shape(0), &b = ctx.in_shape(1);
+// ---- MatMul --------------------------------------------------------------------------------
+MatmulShape matmul_shape(const OpContext& ctx, int a_slot, int b_slot) {
+  const Shape &a = ctx.in_shape(a_slot), &b = ctx.in_shape(b_slot);
   if (a.empty() || b.empty()) ctx.fail("MatMul inputs must have rank >= 1");
   MatmulShape s;
   s.M = a.size() == 1 ? 1 : a[a.size() - 2];
@@ -299,6 +296,8 @@ MatmulShape matmul_shape(const OpContext& ctx) {
   if (b.size() > 1) s.out.push_back(s.N);
   return s;
 }
+
+namespace {
 
 // A third input is a per-column bias that the fuse_matmul_bias pass adds (ONNX's MatMul has two).
 void matmul_infer(OpContext& ctx) {

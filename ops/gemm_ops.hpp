@@ -37,6 +37,16 @@ struct GemmDesc {
   DType a_storage = DType::Float32, c_storage = DType::Float32, y_storage = DType::Float32;
 };
 
+// MatMul's numpy-style operand shapes: A [..., M, K] x B [..., K, N] (rank-1 operands promoted and
+// their dims dropped from `out`), batch dims broadcast. Fails naming the node for mismatched inner
+// dims or batch dims that do not broadcast.
+struct MatmulShape {
+  Shape a_batch, b_batch, batch, out;
+  int64_t M, N, K;
+};
+// A and B are the node's inputs a_slot and b_slot.
+MatmulShape matmul_shape(const OpContext& ctx, int a_slot = 0, int b_slot = 1);
+
 // Appends the launches of the gemm family's chosen variant (a B-packing pass when B is not
 // constant, then the product). Requires float32 operands; fails for sizes beyond int32 indexing.
 void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d);

@@ -15,6 +15,7 @@ void add_pool_ops(std::vector<OpDef>& t);
 void add_norm_ops(std::vector<OpDef>& t);
 void add_reduce_ops(std::vector<OpDef>& t);
 void add_resize_ops(std::vector<OpDef>& t);
+void add_quant_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -29,6 +30,7 @@ const std::vector<OpDef>& table() {
     add_norm_ops(t);
     add_reduce_ops(t);
     add_resize_ops(t);
+    add_quant_ops(t);
     return t;
   }();
   return rows;

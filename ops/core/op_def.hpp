@@ -97,6 +97,10 @@ struct OpTraits {
   std::vector<int> value_inputs;
   // host() needs only input shapes, not data (Shape, Size).
   bool host_needs_shapes_only = false;
+  // host() is not used to fold the node before the optimizer runs: a pass wants to see the node
+  // (DequantizeLinear of constant weights, which fuse_qdq turns into integer kernels) and folds it
+  // itself when it does not fuse it.
+  bool fold_late = false;
   // Output 0 is input 0's bytes under another shape (Reshape, Squeeze, ...): no kernel, the buffer
   // planner shares the storage.
   bool view = false;
@@ -147,6 +151,7 @@ struct OpDef {
   OpDef& build(BuildFn f) { return build_fn = f, *this; }
   OpDef& value_inputs(std::initializer_list<int> slots) { return traits.value_inputs = slots, *this; }
   OpDef& host_shapes_only() { return traits.host_needs_shapes_only = true, *this; }
+  OpDef& fold_late() { return traits.fold_late = true, *this; }
   OpDef& view() { return traits.view = true, *this; }
   OpDef& inplace(bool on = true) { return traits.inplace = on, *this; }
   OpDef& epilogue() { return traits.takes_epilogue = true, *this; }

@@ -118,7 +118,7 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
                  std::to_string(bytes) + " bytes, more than the memory limit of " + std::to_string(max_value_bytes) +
                  " bytes");
     }
-    bool host_ok = def->host_fn != nullptr;
+    bool host_ok = def->host_fn != nullptr && !def->traits.fold_late;
     if (host_ok && !def->traits.host_needs_shapes_only)
       for (int k = 0; k < ctx.num_inputs(); ++k)
         if (ctx.has_input(k) && !ctx.is_const(k)) host_ok = false;

@@ -1,0 +1,518 @@
+// Quantization operators: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (elementwise,
+// kernels/elementwise.cl OP_QUANTIZE / OP_DEQUANTIZE), and the 8-bit products QLinearConv,
+// ConvInteger, QLinearMatMul, MatMulInteger (kernels/quant.cl: int32 accumulation, weights packed
+// once at plan time when they are constants).
+//
+// Quantized values are 8-bit integers (int8 or uint8) with a float scale and an integer zero point,
+// per tensor or per axis (opset 13). Float operands stay float32 in every precision mode: a scale
+// rounded to float16 would move every quantized value.
+#include "ops/quant_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ops/conv_ops.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/gemm_ops.hpp"
+#include "ops/core/activation.hpp"
+#include "runtime/ir/host_math.hpp"
+
+namespace oi {
+
+using ocl_infer::dtype_name;
+using ocl_infer::shape_to_string;
+
+bool is_quantized_type(DType t) { return t == DType::Int8 || t == DType::UInt8; }
+
+void quantized_range(DType t, int* lo, int* hi) {
+  *lo = t == DType::Int8 ? -128 : 0;
+  *hi = t == DType::Int8 ? 127 : 255;
+}
+
+float quantize_value(float x, float scale, int zero_point, DType t) {
+  int lo, hi;
+  quantized_range(t, &lo, &hi);
+  const float q = std::nearbyint(x / scale) + static_cast<float>(zero_point);
+  if (std::isnan(q)) return static_cast<float>(lo);
+  return std::min(std::max(q, static_cast<float>(lo)), static_cast<float>(hi));
+}
+
+Tensor dequantize_tensor(const Tensor& x, const Tensor& scale, const Tensor* zero_point, int64_t axis) {
+  Tensor y(DType::Float32, x.shape);
+  const int64_t n = x.numel(), per_axis = scale.numel();
+  int64_t inner = 1;
+  if (per_axis > 1)
+    for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  float* out = y.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = per_axis > 1 ? (i / inner) % per_axis : 0;
+    const int64_t z = zero_point ? host_get_i(*zero_point, c) : 0;
+    out[i] = static_cast<float>(host_get_i(x, i) - z) * static_cast<float>(host_get_f(scale, c));
+  }
+  return y;
+}
+
+namespace {
+
+std::string slot_name(const OpContext& ctx, int i) {
+  return "input " + std::to_string(i) + " ('" + ctx.in(i).name + "')";
+}
+
+// A float32 scale input, one value or (per_axis_len > 0) a 1-D tensor of per_axis_len values;
+// constants must be finite and non-zero.
+void check_scale(const OpContext& ctx, int slot, int64_t per_axis_len, const char* what) {
+  if (ctx.in_type(slot) != DType::Float32)
+    ctx.unsupported(std::string(what) + " " + slot_name(ctx, slot) + " is " + dtype_name(ctx.in_type(slot)) +
+                    "; only float32 scales are supported");
+  const Shape& s = ctx.in_shape(slot);
+  const int64_t n = numel(s);
+  if (!(n == 1 && s.size() <= 1) && !(per_axis_len > 0 && s.size() == 1 && n == per_axis_len))
+    ctx.fail(std::string(what) + " " + slot_name(ctx, slot) + " has shape " + shape_to_string(s) + "; expected a scalar" +
+             (per_axis_len > 0 ? " or " + std::to_string(per_axis_len) + " values (one per channel)" : std::string()));
+  if (ctx.is_const(slot)) {
+    const Tensor& t = ctx.in_data(slot);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = host_get_f(t, i);
+      if (!std::isfinite(v) || v == 0)
+        ctx.fail(std::string(what) + " " + slot_name(ctx, slot) + " holds " + std::to_string(v) + " at index " +
+                 std::to_string(i) + "; scales must be finite and non-zero");
+    }
+  }
+}
+
+// A zero-point input matching `type` and the scale's element count.
+void check_zero_point(const OpContext& ctx, int slot, DType type, int64_t count, const char* what) {
+  if (!ctx.has_input(slot)) return;
+  if (ctx.in_type(slot) != type)
+    ctx.fail(std::string(what) + " " + slot_name(ctx, slot) + " is " + dtype_name(ctx.in_type(slot)) + ", expected " +
+             dtype_name(type) + " (the type of the quantized values)");
+  const Shape& s = ctx.in_shape(slot);
+  if (numel(s) != count || s.size() > 1)
+    ctx.fail(std::string(what) + " " + slot_name(ctx, slot) + " has shape " + shape_to_string(s) + "; expected " +
+             (count == 1 ? std::string("a scalar") : std::to_string(count) + " values, like its scale"));
+}
+
+void require_quantized(const OpContext& ctx, int slot) {
+  const DType t = ctx.in_type(slot);
+  if (!is_quantized_type(t))
+    ctx.unsupported(slot_name(ctx, slot) + " is " + dtype_name(t) + "; only int8 and uint8 are supported");
+}
+
+// The per-axis length of a scale for data of `rank` at `axis` (opset >= 13), 0 before opset 13.
+struct AxisInfo {
+  int64_t axis = 1;
+  int64_t len = 0;  // 0: per-tensor only
+};
+
+AxisInfo axis_info(const OpContext& ctx, const Shape& data) {
+  AxisInfo a;
+  if (ctx.opset() < 13) return a;
+  const Node& n = ctx.node();
+  if (n.has("block_size") && n.attr_int("block_size", 0) != 0)
+    ctx.unsupported("blocked quantization (block_size) is not supported");
+  // The axis matters only for per-axis scales; a per-tensor scale ignores it (even out of range).
+  const int64_t rank = static_cast<int64_t>(data.size()), axis = n.attr_int("axis", 1);
+  if (axis < -rank || axis >= rank) return a;
+  a.axis = axis < 0 ? axis + rank : axis;
+  a.len = data[static_cast<size_t>(a.axis)];
+  return a;
+}
+
+// The scale or zero-point operand shaped to broadcast along `axis` of a tensor of rank `rank`.
+Operand along_axis(Operand o, int64_t axis, size_t rank) {
+  if (o.numel() <= 1) {
+    o.shape = {};
+    return o;
+  }
+  Shape s(rank, 1);
+  s[static_cast<size_t>(axis)] = o.numel();
+  o.shape = s;
+  return o;
+}
+
+// A one-element constant 0 of type t (an omitted zero point).
+Operand zero_operand(BuildContext& ctx, DType t) { return ctx.constant(Tensor(t, {})); }
+
+std::string range_defines(DType t) {
+  int lo, hi;
+  quantized_range(t, &lo, &hi);
+  return " -DQMIN=" + std::to_string(lo) + " -DQMAX=" + std::to_string(hi);
+}
+
+// ---- QuantizeLinear ------------------------------------------------------------------------
+void quantize_infer(OpContext& ctx) {
+  const DType xt = ctx.in_type(0);
+  if (xt != DType::Float32)
+    ctx.unsupported("input 0 is " + std::string(dtype_name(xt)) + "; only float32 can be quantized");
+  const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
+  check_scale(ctx, 1, a.len, "y_scale");
+  DType out = ctx.has_input(2) ? ctx.in_type(2) : DType::UInt8;
+  if (ctx.node().has("output_dtype") && ctx.node().attr_int("output_dtype", 0) != 0) {
+    const DType want = static_cast<DType>(ctx.node().attr_int("output_dtype", 0));
+    if (ctx.has_input(2) && want != out) ctx.fail("output_dtype differs from the zero point's type");
+    out = want;
+  }
+  if (!is_quantized_type(out))
+    ctx.unsupported("quantizing to " + std::string(dtype_name(out)) + " is not supported (int8 and uint8 are)");
+  if (ctx.node().has("saturate") && ctx.node().attr_int("saturate", 1) == 0)
+    ctx.unsupported("saturate=0 applies to float8 outputs only");
+  check_zero_point(ctx, 2, out, numel(ctx.in_shape(1)), "y_zero_point");
+  ctx.set_out(0, out, ctx.in_shape(0));
+}
+
+void quantize_host(OpContext& ctx) {
+  const Tensor& x = ctx.in_data(0);
+  const Tensor& s = ctx.in_data(1);
+  const DType out = ctx.out_value(0).dtype;
+  const AxisInfo a = axis_info(ctx, x.shape);
+  Tensor y(out, x.shape);
+  const int64_t per = s.numel();
+  int64_t inner = 1;
+  if (per > 1)
+    for (size_t d = static_cast<size_t>(a.axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = per > 1 ? (i / inner) % per : 0;
+    const int z = ctx.has_input(2) ? static_cast<int>(host_get_i(ctx.in_data(2), c)) : 0;
+    host_set_i(y, i,
+               static_cast<int64_t>(quantize_value(static_cast<float>(host_get_f(x, i)),
+                                                   static_cast<float>(host_get_f(s, c)), z, out)));
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
+void quantize_build(BuildContext& ctx) {
+  const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
+  const DType out = ctx.out_value(0).dtype;
+  const size_t rank = ctx.in_shape(0).size();
+  Operand zp = ctx.has_input(2) ? ctx.input(2) : zero_operand(ctx, out);
+  launch_elementwise(ctx, "QUANTIZE",
+                     {ctx.input(0), along_axis(ctx.input(1), a.axis, rank), along_axis(zp, a.axis, rank)},
+                     ctx.output(0), range_defines(out));
+}
+
+// ---- DequantizeLinear ----------------------------------------------------------------------
+void dequantize_infer(OpContext& ctx) {
+  const DType xt = ctx.in_type(0);
+  if (!is_quantized_type(xt) && xt != DType::Int32)
+    ctx.unsupported("input 0 is " + std::string(dtype_name(xt)) + "; int8, uint8 and int32 can be dequantized");
+  const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
+  check_scale(ctx, 1, a.len, "x_scale");
+  check_zero_point(ctx, 2, xt, numel(ctx.in_shape(1)), "x_zero_point");
+  if (xt == DType::Int32 && ctx.is_const(2)) {
+    const Tensor& z = ctx.in_data(2);
+    for (int64_t i = 0; i < z.numel(); ++i)
+      if (host_get_i(z, i) != 0) ctx.fail("x_zero_point of int32 data must be 0");
+  }
+  ctx.set_out(0, DType::Float32, ctx.in_shape(0));
+}
+
+void dequantize_host(OpContext& ctx) {
+  const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
+  ctx.set_out_data(0, dequantize_tensor(ctx.in_data(0), ctx.in_data(1), ctx.has_input(2) ? &ctx.in_data(2) : nullptr,
+                                        a.axis));
+}
+
+void dequantize_build(BuildContext& ctx) {
+  const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
+  const size_t rank = ctx.in_shape(0).size();
+  Operand zp = ctx.has_input(2) ? ctx.input(2) : zero_operand(ctx, ctx.in_type(0));
+  launch_elementwise(ctx, "DEQUANTIZE",
+                     {ctx.input(0), along_axis(ctx.input(1), a.axis, rank), along_axis(zp, a.axis, rank)},
+                     ctx.output(0));
+}
+
+// ---- DynamicQuantizeLinear -----------------------------------------------------------------
+void dynq_infer(OpContext& ctx) {
+  if (ctx.in_type(0) != DType::Float32)
+    ctx.unsupported("input 0 is " + std::string(dtype_name(ctx.in_type(0))) + "; only float32 is supported");
+  ctx.set_out(0, DType::UInt8, ctx.in_shape(0));
+  if (ctx.has_output(1)) ctx.set_out(1, DType::Float32, {});
+  if (ctx.has_output(2)) ctx.set_out(2, DType::UInt8, {});
+}
+
+void dynq_build(BuildContext& ctx) {
+  const int64_t n = ctx.input(0).numel();
+  const int P = static_cast<int>(std::min<int64_t>(64, std::max<int64_t>(1, n / 4096)));
+  Operand part = ctx.scratch(DType::Float32, {2 * P});
+  Operand scale = ctx.has_output(1) ? ctx.output(1) : ctx.scratch(DType::Float32, {});
+  Operand zero = ctx.has_output(2) ? ctx.output(2) : ctx.scratch(DType::UInt8, {});
+  scale.shape = {};
+  zero.shape = {};
+  ctx.launch("quant", "dynq_minmax_partial", "", {static_cast<size_t>(P)}, {1}, ctx.in_buf(0), part.mem, n);
+  ctx.launch("quant", "dynq_scale", "", {1}, {1}, part.mem, static_cast<int32_t>(P), scale.mem, zero.mem);
+  launch_elementwise(ctx, "QUANTIZE", {ctx.input(0), scale, zero}, ctx.output(0), range_defines(DType::UInt8));
+}
+
+// ---- shared by the integer products ---------------------------------------------------------
+int32_t i32(int64_t v) { return static_cast<int32_t>(v); }
+
+// The product's quantization operands, by input slot (-1: absent). ConvInteger/MatMulInteger
+// have only zero points and output int32.
+struct QSlots {
+  int x, xs, xz, w, ws, wz, ys, yz, bias;
+};
+const QSlots kQLinear{0, 1, 2, 3, 4, 5, 6, 7, 8};
+const QSlots kInteger{0, -1, 2, 1, -1, 3, -1, -1, -1};
+
+const QSlots& slots_of(const OpContext& ctx) {
+  return ctx.node().op_type.rfind("QLinear", 0) == 0 ? kQLinear : kInteger;
+}
+bool has(const OpContext& ctx, int slot) { return slot >= 0 && ctx.has_input(slot); }
+
+// Checks the operands common to QLinearConv/QLinearMatMul/ConvInteger/MatMulInteger; `channels`:
+// output channels (conv) or columns (matmul) that per-channel weight scales and zero points cover.
+// Returns the output type.
+DType check_product(const OpContext& ctx, int64_t channels) {
+  const QSlots& q = slots_of(ctx);
+  require_quantized(ctx, q.x);
+  require_quantized(ctx, q.w);
+  if (q.xs >= 0) check_scale(ctx, q.xs, 0, "x scale");
+  if (has(ctx, q.xz)) {
+    if (numel(ctx.in_shape(q.xz)) != 1)
+      ctx.unsupported(slot_name(ctx, q.xz) + ": only a single input zero point is supported, got shape " +
+                      shape_to_string(ctx.in_shape(q.xz)));
+    check_zero_point(ctx, q.xz, ctx.in_type(q.x), 1, "x zero point");
+  }
+  if (q.ws >= 0) check_scale(ctx, q.ws, channels, "w scale");
+  if (has(ctx, q.wz)) {
+    const int64_t nz = numel(ctx.in_shape(q.wz));
+    check_zero_point(ctx, q.wz, ctx.in_type(q.w), nz == 1 ? 1 : channels, "w zero point");
+  }
+  if (q.ys < 0) return DType::Int32;
+  check_scale(ctx, q.ys, 0, "y scale");
+  if (!ctx.has_input(q.yz)) ctx.fail("the output zero point (input 7) is required");
+  const DType yt = ctx.in_type(q.yz);
+  if (!is_quantized_type(yt)) ctx.unsupported("output type " + std::string(dtype_name(yt)) + " is not supported");
+  check_zero_point(ctx, q.yz, yt, 1, "y zero point");
+  if (has(ctx, q.bias)) {
+    if (ctx.in_type(q.bias) != DType::Int32) ctx.fail("bias " + slot_name(ctx, q.bias) + " must be int32");
+    if (ctx.in_shape(q.bias) != Shape{channels})
+      ctx.fail("bias " + slot_name(ctx, q.bias) + " has shape " + shape_to_string(ctx.in_shape(q.bias)) +
+               ", expected [" + std::to_string(channels) + "]");
+  }
+  return yt;
+}
+
+// Shared kernel options and buffers of a product's requantizing epilogue.
+struct ProductArgs {
+  std::string opts;
+  cl_mem bias, xs, xz, ws, ys, yz;
+};
+
+ProductArgs product_args(BuildContext& ctx, int64_t channels) {
+  const QSlots& q = slots_of(ctx);
+  const Node& n = ctx.node();
+  const DType xt = ctx.in_type(q.x), yt = ctx.out_value(0).dtype;
+  ProductArgs a;
+  a.opts = std::string(" -DXT=") + cl_type(xt) + " -DYT=" + cl_type(yt);
+  if (yt == DType::Int32) a.opts += " -DOUT_I32";
+  else a.opts += range_defines(yt);
+  cl_mem any = ctx.in_buf(q.x);
+  a.bias = has(ctx, q.bias) ? ctx.in_buf(q.bias) : any;
+  if (has(ctx, q.bias)) a.opts += " -DHAS_BIAS";
+  a.xs = q.xs >= 0 ? ctx.in_buf(q.xs) : any;
+  a.xz = has(ctx, q.xz) ? ctx.in_buf(q.xz) : zero_operand(ctx, xt).mem;
+  a.ws = q.ws >= 0 ? ctx.in_buf(q.ws) : any;
+  if (q.ws >= 0 && numel(ctx.in_shape(q.ws)) > 1) a.opts += " -DW_PER_CHANNEL";
+  a.ys = q.ys >= 0 ? ctx.in_buf(q.ys) : any;
+  a.yz = q.yz >= 0 ? ctx.in_buf(q.yz) : any;
+  (void)channels;
+  const Epilogue& e = n.epilogue;
+  if (e.act) {
+    // Relu, LeakyRelu and Clip commute with a positive scale: applied to the scaled value (Clip's
+    // bounds divided by y_scale), the result is exactly what the unfused graph computes.
+    a.opts += std::string(" -DEPILOGUE_ACT=ACT_") + e.act->kernel;
+    const std::string name = e.act->name;
+    double alpha = e.alpha, beta = e.beta;
+    if (name == "Relu" || name == "LeakyRelu" || name == "Clip") {
+      a.opts += " -DACT_SCALED";
+      if (name == "Clip") {
+        const double ys = host_get_f(ctx.in_data(q.ys), 0);
+        alpha /= ys;
+        beta /= ys;
+      }
+    }
+    a.opts += " -DACT_ALPHA=" + float_literal(alpha) + " -DACT_BETA=" + float_literal(beta);
+  }
+  if (e.residual >= 0) ctx.unsupported("a fused residual add is not supported by the integer kernels");
+  return a;
+}
+
+// Constant weights [rows][K] of an 8-bit type, minus their zero point (per row when the zero point
+// has `rows` values), as shorts in the layout `index(row, k)` of a buffer of `size` elements.
+template <typename Index>
+std::vector<int16_t> pack_shorts(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K, size_t size,
+                                 Index index) {
+  std::vector<int16_t> p(size, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : r) : 0;
+    for (int64_t k = 0; k < K; ++k)
+      p[index(r, k)] = static_cast<int16_t>(host_get_i(w, r * K + k) - z);
+  }
+  return p;
+}
+
+cl_mem upload_shorts(BuildContext& ctx, const std::vector<int16_t>& v) {
+  return ctx.params(v.data(), v.size() * sizeof(int16_t));
+}
+
+// ---- QLinearConv / ConvInteger -------------------------------------------------------------
+struct QConvShape {
+  int64_t N, C, M, G;
+  Window w;
+};
+
+QConvShape qconv_shape(const OpContext& ctx) {
+  const QSlots& q = slots_of(ctx);
+  const Shape &x = ctx.in_shape(q.x), &wt = ctx.in_shape(q.w);
+  if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + shape_to_string(x));
+  if (wt.size() != x.size())
+    ctx.fail("weights " + shape_to_string(wt) + " must have the rank of the input " + shape_to_string(x));
+  if (x.size() > 5) ctx.unsupported("convolutions over more than 3 spatial dims are not supported");
+  QConvShape s;
+  s.N = x[0];
+  s.C = x[1];
+  s.M = wt[0];
+  s.G = ctx.node().attr_int("group", 1);
+  if (s.G < 1 || s.C % s.G != 0 || s.M % s.G != 0 || wt[1] * s.G != s.C)
+    ctx.fail("group " + std::to_string(s.G) + " does not fit the input channels (" + std::to_string(s.C) +
+             ") and the weights " + shape_to_string(wt));
+  s.w = window_geometry(ctx, {x.begin() + 2, x.end()}, {wt.begin() + 2, wt.end()}, true, false);
+  return s;
+}
+
+void qconv_infer(OpContext& ctx) {
+  QConvShape s = qconv_shape(ctx);
+  const DType yt = check_product(ctx, s.M);
+  Shape out{s.N, s.M};
+  out.insert(out.end(), s.w.out.begin(), s.w.out.end());
+  ctx.set_out(0, yt, out);
+}
+
+void qconv_build(BuildContext& ctx) {
+  const QSlots& q = slots_of(ctx);
+  const QConvShape s = qconv_shape(ctx);
+  ProductArgs a = product_args(ctx, s.M);
+  const int64_t C_g = s.C / s.G, M_g = s.M / s.G;
+  const auto in3 = to3(s.w.in, 1), out3 = to3(s.w.out, 1), k3 = to3(s.w.k, 1), st3 = to3(s.w.s, 1),
+             d3 = to3(s.w.d, 1), pb3 = to3(s.w.pb, 0);
+  const int ocb = M_g >= 12 ? 16 : (M_g >= 6 ? 8 : 4);
+  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
+  const int64_t blocks = (M_g + ocb - 1) / ocb, K = C_g * k3[0] * k3[1] * k3[2];
+  std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + a.opts;
+  const char* axes[] = {"D", "H", "W"};
+  for (int i = 0; i < 3; ++i)
+    opts += std::string(" -DK") + axes[i] + "=" + std::to_string(k3[i]) + " -DS" + axes[i] + "=" +
+            std::to_string(st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d3[i]);
+
+  const size_t packed = static_cast<size_t>(s.G * blocks * K * ocb);
+  cl_mem wp;
+  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
+  if (ctx.is_const(q.w) && wz_const) {
+    const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
+    wp = upload_shorts(ctx, pack_shorts(ctx.in_data(q.w), zp, s.M, K, packed, [&](int64_t m, int64_t k) {
+      const int64_t g = m / M_g, oc = m % M_g;
+      return static_cast<size_t>(((g * blocks + oc / ocb) * K + k) * ocb + oc % ocb);
+    }));
+  } else {
+    const DType wt = ctx.in_type(q.w);
+    wp = ctx.scratch(DType::Int16, {static_cast<int64_t>(packed)}).mem;
+    const bool per = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
+    ctx.launch("quant", "qconv_pack_weights",
+               "-DPACK_WEIGHTS -DOCB=" + std::to_string(ocb) + " -DWT=" + cl_type(wt) + (per ? " -DWZ_PER_CHANNEL" : ""),
+               {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(q.w),
+               has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, wp, i32(M_g), i32(K), i32(blocks));
+  }
+  ctx.launch("quant", "qconv", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
+              static_cast<size_t>(s.N * s.G * out3[0] * out3[1])},
+             {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C_g),
+             i32(in3[0]), i32(in3[1]), i32(in3[2]), i32(M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(s.G),
+             i32(blocks), i32(pb3[0]), i32(pb3[1]), i32(pb3[2]));
+}
+
+double qconv_ops(const OpContext& ctx) {
+  const QSlots& q = slots_of(ctx);
+  const Shape& w = ctx.in_shape(q.w);
+  return 2.0 * static_cast<double>(numel(ctx.out_shape(0))) * static_cast<double>(numel(w) / w[0]);
+}
+
+// ---- QLinearMatMul / MatMulInteger ---------------------------------------------------------
+MatmulShape qmatmul_shape(const OpContext& ctx) {
+  const QSlots& q = slots_of(ctx);
+  return matmul_shape(ctx, q.x, q.w);
+}
+
+void qmatmul_infer(OpContext& ctx) {
+  const MatmulShape s = qmatmul_shape(ctx);
+  const DType yt = check_product(ctx, s.N);
+  ctx.set_out(0, yt, s.out);
+}
+
+void qmatmul_build(BuildContext& ctx) {
+  const QSlots& q = slots_of(ctx);
+  const MatmulShape s = qmatmul_shape(ctx);
+  ProductArgs a = product_args(ctx, s.N);
+  const int nb = s.N >= 8 ? 8 : 4, mb = 4;
+  const int64_t NP = (s.N + nb - 1) / nb * nb;
+  const int64_t count = std::max<int64_t>(1, numel(s.b_batch));
+  const size_t packed = static_cast<size_t>(count * s.K * NP);
+  cl_mem bp;
+  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
+  const bool per_col = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
+  if (ctx.is_const(q.w) && wz_const) {
+    // Packed per matrix j as [K][NP]: rows of the pack are the columns n of B.
+    const Tensor& b = ctx.in_data(q.w);
+    std::vector<int16_t> p(packed, 0);
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t k = 0; k < s.K; ++k)
+        for (int64_t n = 0; n < s.N; ++n) {
+          const int64_t z = has(ctx, q.wz) ? host_get_i(ctx.in_data(q.wz), per_col ? n : 0) : 0;
+          p[static_cast<size_t>((j * s.K + k) * NP + n)] =
+              static_cast<int16_t>(host_get_i(b, (j * s.K + k) * s.N + n) - z);
+        }
+    bp = upload_shorts(ctx, p);
+  } else {
+    const DType wt = ctx.in_type(q.w);
+    bp = ctx.scratch(DType::Int16, {static_cast<int64_t>(packed)}).mem;
+    ctx.launch("quant", "qmatmul_pack_b", std::string("-DPACK_WEIGHTS -DWT=") + cl_type(wt) + (per_col ? " -DWZ_PER_CHANNEL" : ""),
+               {static_cast<size_t>(NP), static_cast<size_t>(s.K), static_cast<size_t>(count)}, {}, ctx.in_buf(q.w),
+               has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, bp, i32(s.K), i32(s.N), i32(NP));
+  }
+  const int64_t batch = std::max<int64_t>(1, numel(s.batch));
+  std::vector<int64_t> offs(static_cast<size_t>(2 * batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    offs[2 * i] = (s.a_batch.empty() ? 0 : broadcast_index(s.batch, s.a_batch, i)) * s.M * s.K;
+    offs[2 * i + 1] = s.b_batch.empty() ? 0 : broadcast_index(s.batch, s.b_batch, i);
+  }
+  cl_mem om = ctx.params(offs.data(), offs.size() * sizeof(int64_t));
+  const std::string opts = "-DNB=" + std::to_string(nb) + " -DMB=" + std::to_string(mb) + a.opts;
+  ctx.launch("quant", "qmatmul", opts,
+             {static_cast<size_t>(NP / nb), static_cast<size_t>((s.M + mb - 1) / mb), static_cast<size_t>(batch)},
+             {1, 1, 1}, ctx.in_buf(q.x), bp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), om, i32(s.M),
+             i32(s.N), i32(s.K), i32(NP));
+}
+
+double qmatmul_ops(const OpContext& ctx) {
+  const MatmulShape s = qmatmul_shape(ctx);
+  return 2.0 * static_cast<double>(numel(ctx.out_shape(0))) * static_cast<double>(s.K);
+}
+
+}  // namespace
+
+void add_quant_ops(std::vector<OpDef>& t) {
+  for (int v : {10, 13}) {
+    t.push_back(OpDef("QuantizeLinear", v, quantize_infer).host(quantize_host).build(quantize_build));
+    // Not folded before the optimizer: the fuse_qdq pass wants the quantized weights (it folds
+    // what it does not fuse).
+    t.push_back(OpDef("DequantizeLinear", v, dequantize_infer).host(dequantize_host).build(dequantize_build).fold_late());
+  }
+  t.push_back(OpDef("DynamicQuantizeLinear", 11, dynq_infer).build(dynq_build));
+  t.push_back(OpDef("QLinearConv", 10, qconv_infer).build(qconv_build).epilogue().flops(qconv_ops));
+  t.push_back(OpDef("ConvInteger", 10, qconv_infer).build(qconv_build).flops(qconv_ops));
+  t.push_back(OpDef("QLinearMatMul", 10, qmatmul_infer).build(qmatmul_build).epilogue().flops(qmatmul_ops));
+  t.push_back(OpDef("MatMulInteger", 10, qmatmul_infer).build(qmatmul_build).flops(qmatmul_ops));
+}
+
+}  // namespace oi
