@@ -6,8 +6,6 @@
 // Quantized values are 8-bit integers (int8 or uint8) with a float scale and an integer zero point,
 // per tensor or per axis (opset 13). Float operands stay float32 in every precision mode: a scale
 // rounded to float16 would move every quantized value.
-#include "ops/quant_ops.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,42 +14,13 @@
 #include "ops/elementwise.hpp"
 #include "ops/gemm_ops.hpp"
 #include "ops/core/activation.hpp"
+#include "ops/core/quantize.hpp"
 #include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
 using ocl_infer::dtype_name;
 using ocl_infer::shape_to_string;
-
-bool is_quantized_type(DType t) { return t == DType::Int8 || t == DType::UInt8; }
-
-void quantized_range(DType t, int* lo, int* hi) {
-  *lo = t == DType::Int8 ? -128 : 0;
-  *hi = t == DType::Int8 ? 127 : 255;
-}
-
-float quantize_value(float x, float scale, int zero_point, DType t) {
-  int lo, hi;
-  quantized_range(t, &lo, &hi);
-  const float q = std::nearbyint(x / scale) + static_cast<float>(zero_point);
-  if (std::isnan(q)) return static_cast<float>(lo);
-  return std::min(std::max(q, static_cast<float>(lo)), static_cast<float>(hi));
-}
-
-Tensor dequantize_tensor(const Tensor& x, const Tensor& scale, const Tensor* zero_point, int64_t axis) {
-  Tensor y(DType::Float32, x.shape);
-  const int64_t n = x.numel(), per_axis = scale.numel();
-  int64_t inner = 1;
-  if (per_axis > 1)
-    for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
-  float* out = y.data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = per_axis > 1 ? (i / inner) % per_axis : 0;
-    const int64_t z = zero_point ? host_get_i(*zero_point, c) : 0;
-    out[i] = static_cast<float>(host_get_i(x, i) - z) * static_cast<float>(host_get_f(scale, c));
-  }
-  return y;
-}
 
 namespace {
 

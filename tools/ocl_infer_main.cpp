@@ -57,7 +57,7 @@ options:
   --dump graph|plan     print a pipeline stage after planning (with --json: as JSON)
   -O0                   run without the graph optimizer
   --disable-pass NAME   skip one optimizer pass (remove_identity, dedupe_constants,
-                        cancel_transposes, fold_pad, fold_batchnorm, fuse_layernorm,
+                        fuse_qdq, cancel_transposes, fold_pad, fold_batchnorm, fuse_layernorm,
                         fuse_matmul_bias, fuse_residual, fuse_activation); repeatable
   --no-memory-plan      give every activation its own buffer instead of one planned arena
   --variant FAMILY=VARIANT[:PARAM=VALUE,...]

@@ -11,11 +11,14 @@ struct PassRow {
   int (*run)(Graph&, std::string*);
 };
 
-// Order matters: BatchNormalization folds before activations fuse, residual adds fuse before the
-// activation that follows them (y = act(conv + r)).
+// Order matters: QDQ chains become integer kernels first (and leftover DequantizeLinear of
+// constants become float constants that later passes can fold); BatchNormalization folds before
+// activations fuse, residual adds fuse before the activation that follows them
+// (y = act(conv + r)).
 const PassRow kPasses[] = {
     {"remove_identity", pass_remove_identity},
     {"dedupe_constants", pass_dedupe_constants},
+    {"fuse_qdq", pass_fuse_qdq},
     {"cancel_transposes", pass_cancel_transposes},
     {"fold_pad", pass_fold_pad},
     {"fold_batchnorm", pass_fold_batchnorm},

@@ -30,6 +30,7 @@ std::vector<std::string> optimizer_passes();
 // ---- the passes (each returns how many rewrites it made) ----
 int pass_remove_identity(Graph& g, std::string* detail);
 int pass_dedupe_constants(Graph& g, std::string* detail);
+int pass_fuse_qdq(Graph& g, std::string* detail);
 int pass_fold_batchnorm(Graph& g, std::string* detail);
 int pass_fold_pad(Graph& g, std::string* detail);
 int pass_cancel_transposes(Graph& g, std::string* detail);

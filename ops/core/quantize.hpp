@@ -1,5 +1,5 @@
 // Quantization arithmetic shared by the quantization ops (ops/quant_ops.cpp), the fuse_qdq pass and
-// the tests: the ONNX definitions, computed in float32 as the device kernels compute them.
+// the tests (host code, no OpenCL): the ONNX definitions, computed in float32 as the device kernels compute them.
 #pragma once
 
 #include "runtime/ir/graph.hpp"
