@@ -144,6 +144,10 @@ typedef float real;
 #define F(x) (x)
 #elif defined(OP_SCALE)
 #define F(x) ((x) * (CA)(ALPHA))
+#elif defined(OP_QACTIVATION)
+// QLinearSigmoid, QLinearLeakyRelu: y = Q(act(DQ(x))), QA_S the input scale, QY_S the output's.
+#define F(x) clamp(rint(ACTIVATION((real)((int)(x) - QA_Z) * QA_S, ALPHA, BETA) / QY_S) + (real)QY_Z, \
+                   (real)QMIN, (real)QMAX)
 #endif
 
 // ---- binary: y = G(a, b) ----
@@ -194,7 +198,24 @@ typedef float real;
 #define G(a, b) ((a) << (b))
 #elif defined(OP_BITSHIFT_RIGHT)
 #define G(a, b) ((a) >> (b))
+#elif defined(OP_QADD)
+// QLinearAdd: y = saturate(round(act((a - QA_Z) * QA_M + (b - QB_Z) * QB_M)) + QY_Z) with the
+// scale ratios QA_M = a_scale / y_scale, QB_M = b_scale / y_scale, as ONNX Runtime computes it.
+#define G(a, b) QFINISH((real)((int)(a) - QA_Z) * QA_M + (real)((int)(b) - QB_Z) * QB_M)
+#elif defined(OP_QMUL)
+// QLinearMul: y = saturate(round(act((a - QA_Z) * (b - QB_Z) * QA_M)) + QY_Z), QA_M =
+// a_scale * b_scale / y_scale.
+#define G(a, b) QFINISH((real)(((int)(a) - QA_Z) * ((int)(b) - QB_Z)) * QA_M)
 #endif
+
+// The end of a quantized elementwise op: the fused activation (in the scaled domain, see
+// ops/quant_ops.cpp), rounding half to even, the output zero point and saturation.
+#ifdef QACT
+#define QACT_APPLY(v) QACT(v, ALPHA, BETA)
+#else
+#define QACT_APPLY(v) (v)
+#endif
+#define QFINISH(v) clamp(rint(QACT_APPLY(v)) + (real)QY_Z, (real)QMIN, (real)QMAX)
 
 // ---- ternary: y = H(a, b, c) ----
 #if defined(OP_WHERE)

@@ -286,6 +286,26 @@ __kernel void qmatmul(__global const XT* restrict A, __global const short* restr
 }
 #endif  // NB
 
+// ---- QLinearGlobalAveragePool --------------------------------------------------------------
+// One work-item per (image, channel) of an NCHW input: the int sum of the plane, then
+// y = saturate(round((sum - x_zero * HW) * (x_scale / (y_scale * HW))) + y_zero).
+// Global: (N*C).
+#if defined(XT) && defined(QGAP)
+__kernel void qgap(__global const XT* restrict X, __global const float* xs, __global const XT* xz,
+                   __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int NC, int HW) {
+  const int i = get_global_id(0);
+  if (i >= NC) return;
+  const __global XT* x = X + (long)i * HW;
+  int sum = 0;
+  for (int k = 0; k < HW; ++k) sum += (int)x[k];
+  const int yz = (int)yzp[0];
+  const float m = xs[0] / (ys[0] * (float)HW);
+  float v = (float)(sum - (int)xz[0] * HW) * m;
+  v = clamp(v, (float)(QMIN - yz), (float)(QMAX - yz));
+  Y[i] = (YT)((int)rint(v) + yz);
+}
+#endif
+
 // ---- DynamicQuantizeLinear ------------------------------------------------------------------
 // Stage 1: work-item p reduces elements p, p + P, ... to a min and a max (NaN ignored).
 // Global: (P).

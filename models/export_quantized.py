@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes int8 QDQ test models with onnxruntime's static quantizer, with golden outputs.
+r"""Makes int8 QDQ test models with onnxruntime's static quantizer, with golden outputs.
 
 For each NAME in resnet18, mobilenet_v2, squeezenet1_1, efficientnet_lite0 (the default set;
 --models picks others among the fp32 models in --models-dir, a missing one is skipped with a note),
@@ -23,8 +23,8 @@ no reduce_range, bias quantized to int32), calibrated on every photo below at ba
 
 Photos are real photographs from Debian's darknet package (/usr/share/darknet/data: dog, eagle,
 giraffe, horses, kite, person, and scream, Munch's painting), never fetched from the network;
---calib-photos adds more. No other cheap Debian package ships photos: opencv-data holds only
-cascade XML files, and scikit-image's sample photos (astronaut, chelsea, coffee, rocket, ... under
+--calib-photos adds more. Of the other Debian packages looked at, opencv-data holds only cascade
+XML files, and scikit-image's sample photos (astronaut, chelsea, coffee, rocket, ... under
 /usr/lib/python3/dist-packages/skimage/data) come with python3-skimage, which pulls in 42 packages
 (scipy, matplotlib, ...; about 360 MB) into the system site-packages that build/pyenv sees.
 Each photo is preprocessed as the ocl-infer CLI does (export_efficientnet_lite0.preprocess, whose
@@ -35,14 +35,23 @@ trained on (pixel - 127)/128 and gets export_efficientnet_lite0's MEAN/STD (the 
 tools/demo.sh passes to the CLI). The torchvision models have random weights (see
 export_torchvision.py): their activations are realistic, their top-1 classes mean nothing.
 
+Printed per model: top-1 and max |QDQ - fp32| on each golden photo, and how far ORT's fused
+integer kernels (QLinearConv, ...) are from running the QDQ graph as written (no graph optimisation:
+DequantizeLinear, float op, QuantizeLinear), a scale for a runtime's tolerance; the QDQ graph's
+op histogram, which ops sit between DQ and Q, the weights' and biases' DequantizeLinear (type, axis,
+zero point), input/output names, and the graph ORT actually runs.
+
 A model whose files all exist is skipped unless --force. Files are written through temporary
 names, the golden .npy files last, so a failed model is never "up to date". Nothing is downloaded.
 
 Dependencies: onnxruntime 1.32's quantization tool needs onnx >= 1.16 and ml_dtypes, while
 build/pyenv has Debian's onnx 1.12 (which the torch 1.13 exporters are checked with). They go into
 a separate folder that this script puts in front of sys.path (--deps, default build/quantdeps):
-  build/pyenv/bin/pip install --no-deps --target build/quantdeps onnx==1.17.0 ml_dtypes==0.5.4
-(onnx 1.17 is the newest that accepts Debian's protobuf 4.21). Then:
+  build/pyenv/bin/pip install --no-deps --target build/quantdeps \
+      onnx==1.17.0 ml_dtypes==0.5.4 numpy==1.26.4
+(onnx 1.17 is the newest that accepts Debian's protobuf 4.21; numpy 1.x because Debian's torch 1.13,
+which the preprocessing's cross-check uses, is built against numpy 1 and fails with numpy 2, which
+a plain `pip install ml_dtypes` into build/pyenv pulls in). Then:
   build/pyenv/bin/python models/export_quantized.py
 """
 
@@ -72,6 +81,7 @@ if os.path.isdir(DEPS_DIR):
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
 
 try:
     import onnxruntime  # noqa: E402
@@ -82,7 +92,7 @@ except ImportError as e:
     sys.exit(f"export_quantized: onnxruntime's quantizer cannot be imported ({e}); it needs "
              f"onnx >= 1.16 and ml_dtypes (found onnx {onnx.__version__}). Install them with\n"
              f"  {sys.executable} -m pip install --no-deps --target {DEPS_DIR} "
-             f"onnx==1.17.0 ml_dtypes==0.5.4")
+             f"onnx==1.17.0 ml_dtypes==0.5.4 numpy==1.26.4")
 
 import export_efficientnet_lite0 as lite0  # noqa: E402  (this folder is sys.path[0])
 
@@ -125,12 +135,18 @@ class PhotoReader(CalibrationDataReader):
         self._next = 0
 
 
-def session(path: str, optimized_path: str = None) -> onnxruntime.InferenceSession:
+def session(path: str, optimized_path: str = None,
+            unfused: bool = False) -> onnxruntime.InferenceSession:
+    """ORT CPU session, one thread. optimized_path: also save the graph ORT runs (for the report).
+    unfused: no graph optimisation, so Q/DQ and the float ops between them run as written."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     if optimized_path:
         options.optimized_model_filepath = optimized_path
+        options.log_severity_level = 3  # not the warning that the saved graph is machine-specific
+    if unfused:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -181,6 +197,29 @@ def describe_qdq(model: onnx.ModelProto) -> list:
     lines.append("      " + "; ".join(f"{op}: {s[0]} = {s[1]}/{s[2]}/{s[3]}"
                                       for op, s in sorted(stats.items(), key=lambda i: -i[1][0])))
 
+    # Does the op's output Q reuse the (scale, zero point) of its DQ activation inputs?
+    def qparams(node):
+        vals = []
+        for name in node.input[1:3]:
+            vals.append(onnx.numpy_helper.to_array(inits[name]).tolist() if name in inits else None)
+        return vals
+
+    shared = {}
+    for node in graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") or not node.output:
+            continue
+        outs = consumers.get(node.output[0], [])
+        if len(outs) != 1 or outs[0].op_type != "QuantizeLinear":
+            continue
+        out_q = qparams(outs[0])
+        ins = [producer[i] for i in node.input if i in producer and i not in inits
+               and producer[i].op_type == "DequantizeLinear" and producer[i].input[0] not in inits]
+        s = shared.setdefault(node.op_type, [0, 0])
+        s[0] += len(ins)
+        s[1] += sum(qparams(dq) == out_q for dq in ins)
+    lines.append("    activation inputs whose (scale, zp) equal the output Q's: " + "; ".join(
+        f"{op} {s[1]}/{s[0]}" for op, s in shared.items()))
+
     # DequantizeLinear of initializers: weights (int8) and biases (int32).
     kinds = {}
     for node in graph.node:
@@ -190,9 +229,13 @@ def describe_qdq(model: onnx.ModelProto) -> list:
         scale = inits.get(node.input[1])
         axis = [a.i for a in node.attribute if a.name == "axis"]
         nscale = int(np.prod(scale.dims)) if scale is not None else -1
+        zp = inits.get(node.input[2]) if len(node.input) > 2 else None
+        zp_text = "no zp" if zp is None else (
+            "zp 0" if not onnx.numpy_helper.to_array(zp).any() else "zp nonzero")
+        readers = sorted({c.op_type for c in consumers.get(node.output[0], [])})
         key = (onnx.TensorProto.DataType.Name(t.data_type), f"rank {len(t.dims)}",
                f"axis {axis[0]}" if axis else "no axis",
-               "per-channel" if nscale > 1 else "per-tensor")
+               "per-channel" if nscale > 1 else "per-tensor", zp_text, "-> " + "/".join(readers))
         kinds[key] = kinds.get(key, 0) + 1
     lines.append("    DequantizeLinear of initializers: " + "; ".join(
         f"{n}x {' '.join(k)}" for k, n in sorted(kinds.items(), key=lambda i: -i[1])))
@@ -203,8 +246,15 @@ def describe_qdq(model: onnx.ModelProto) -> list:
         if node.op_type == "QuantizeLinear":
             zp = inits.get(node.input[2]) if len(node.input) > 2 else None
             key = onnx.TensorProto.DataType.Name(zp.data_type) if zp is not None else "default"
+            if zp is not None:
+                key += " zp 0" if not onnx.numpy_helper.to_array(zp).any() else " zp>0"
             act[key] = act.get(key, 0) + 1
-    lines.append("    QuantizeLinear outputs: " + ", ".join(f"{k} {n}" for k, n in act.items()))
+    lines.append("    QuantizeLinear (per tensor) outputs: "
+                 + ", ".join(f"{k} {n}" for k, n in act.items()))
+    gemm = [n for n in graph.node if n.op_type == "Gemm"]
+    if gemm:
+        lines.append("    Gemm attributes: " + "; ".join(
+            str({a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}) for n in gemm))
 
     for value in graph.input:
         first = [c.op_type for c in consumers.get(value.name, [])]
@@ -314,6 +364,7 @@ def main() -> None:
             qdq_session = session(qdq_path, ort_path)
             ort_nodes = onnx.load(ort_path).graph.node
         fp32_session = session(fp32_path)
+        unfused_session = session(qdq_path, unfused=True)
         input_name = qdq_session.get_inputs()[0].name
 
         results = {}
@@ -321,7 +372,8 @@ def main() -> None:
             x = preprocess(calib[stem], mean, std)
             y_q = qdq_session.run(None, {input_name: x})[0]
             y_f = fp32_session.run(None, {input_name: x})[0]
-            results[stem] = (x, y_q, y_f)
+            y_u = unfused_session.run(None, {input_name: x})[0]
+            results[stem] = (x, y_q, y_f, y_u)
 
         # The lite0 export's golden dog input must come out of the same preprocessing.
         if name == "efficientnet_lite0" and "dog" in results:
@@ -335,15 +387,17 @@ def main() -> None:
                 if not same:
                     sys.exit("preprocessing differs from export_efficientnet_lite0's")
 
-        for stem, (x, y_q, y_f) in results.items():
+        for stem, (x, y_q, y_f, y_u) in results.items():
             in_path, q_path, f_path = golden[stem]
             save_npy(in_path, x)
             save_npy(f_path, y_f.astype(np.float32))
             save_npy(q_path, y_q.astype(np.float32))
             diff = float(np.abs(y_q - y_f).max())
+            unfused_diff = float(np.abs(y_u - y_q).max())
             print(f"  {stem:8s} top-1 qdq {top1(y_q):4d} fp32 {top1(y_f):4d} "
                   f"{'same' if top1(y_q) == top1(y_f) else 'DIFFERENT'}; max|qdq - fp32| "
-                  f"{diff:.3g} (max|fp32| {float(np.abs(y_f).max()):.3g})")
+                  f"{diff:.3g} (max|fp32| {float(np.abs(y_f).max()):.3g}); unfused QDQ "
+                  f"(DQ, float op, Q) vs ORT's integer kernels {unfused_diff:.3g}")
 
         qdq = onnx.load(qdq_path)
         print(f"  QDQ graph: {len(qdq.graph.node)} nodes: {histogram(qdq.graph.node)}")

@@ -468,6 +468,113 @@ double qmatmul_ops(const OpContext& ctx) {
   return 2.0 * static_cast<double>(numel(ctx.out_shape(0))) * static_cast<double>(s.K);
 }
 
+// ---- com.microsoft QLinearAdd / QLinearMul / QLinearSigmoid / QLinearLeakyRelu /
+// QLinearGlobalAveragePool (ONNX Runtime's QOperator format; fuse_qdq also makes them) -------
+// Their scales and zero points must be constants: they are compiled into the kernel.
+struct ConstQ {
+  double scale = 1;
+  int zero = 0;
+};
+
+ConstQ const_q(const OpContext& ctx, int scale_slot, int zero_slot, DType type, const char* what) {
+  check_scale(ctx, scale_slot, 0, what);
+  check_zero_point(ctx, zero_slot, type, 1, what);
+  if (!ctx.is_const(scale_slot) || (ctx.has_input(zero_slot) && !ctx.is_const(zero_slot)))
+    ctx.unsupported(std::string(what) + ": scales and zero points computed at run time are not supported");
+  ConstQ q;
+  q.scale = host_get_f(ctx.in_data(scale_slot), 0);
+  q.zero = ctx.has_input(zero_slot) ? static_cast<int>(host_get_i(ctx.in_data(zero_slot), 0)) : 0;
+  return q;
+}
+
+std::string int_define(const char* name, int v) { return std::string(" -D") + name + "=" + std::to_string(v); }
+std::string float_define(const char* name, double v) {
+  return std::string(" -D") + name + "=" + float_literal(static_cast<float>(v));
+}
+
+// The fused activation of a quantized elementwise node, applied to the value divided by y_scale
+// (only activations that commute with a positive scale are fused there).
+std::string scaled_activation(const OpContext& ctx, double y_scale) {
+  const Epilogue& e = ctx.node().epilogue;
+  if (e.residual >= 0) ctx.unsupported("a fused residual add is not supported by the integer kernels");
+  if (!e.act) return "";
+  const std::string name = e.act->name;
+  if (name != "Relu" && name != "LeakyRelu" && name != "Clip")
+    ctx.unsupported("activation " + name + " cannot be fused into a quantized elementwise op");
+  const double k = name == "Clip" ? 1.0 / y_scale : 1.0;
+  return std::string(" -DQACT=ACT_") + e.act->kernel + float_define("ALPHA", e.alpha * k) + float_define("BETA", e.beta * k);
+}
+
+void qbinary_infer(OpContext& ctx) {
+  require_quantized(ctx, 0);
+  require_quantized(ctx, 3);
+  const DType t = ctx.in_type(0);
+  if (ctx.in_type(3) != t) ctx.fail("A and B must have the same type");
+  const_q(ctx, 1, 2, t, "A scale");
+  const_q(ctx, 4, 5, t, "B scale");
+  const_q(ctx, 6, 7, t, "C scale");
+  Shape out;
+  if (!broadcast_shapes(ctx.in_shape(0), ctx.in_shape(3), &out))
+    ctx.fail("shapes " + shape_to_string(ctx.in_shape(0)) + " and " + shape_to_string(ctx.in_shape(3)) +
+             " do not broadcast");
+  ctx.set_out(0, t, out);
+}
+
+void qbinary_build(BuildContext& ctx) {
+  const DType t = ctx.in_type(0);
+  const ConstQ a = const_q(ctx, 1, 2, t, "A scale"), b = const_q(ctx, 4, 5, t, "B scale"),
+               y = const_q(ctx, 6, 7, t, "C scale");
+  const bool add = ctx.node().op_type == "QLinearAdd";
+  std::string d = range_defines(t) + int_define("QA_Z", a.zero) + int_define("QB_Z", b.zero) + int_define("QY_Z", y.zero);
+  if (add) d += float_define("QA_M", a.scale / y.scale) + float_define("QB_M", b.scale / y.scale);
+  else d += float_define("QA_M", a.scale * b.scale / y.scale);
+  d += scaled_activation(ctx, y.scale);
+  launch_elementwise(ctx, add ? "QADD" : "QMUL", {ctx.input(0), ctx.input(3)}, ctx.output(0), d);
+}
+
+void qunary_infer(OpContext& ctx) {
+  require_quantized(ctx, 0);
+  const DType t = ctx.in_type(0);
+  const_q(ctx, 1, 2, t, "X scale");
+  const_q(ctx, 3, 4, t, "Y scale");
+  ctx.set_out(0, t, ctx.in_shape(0));
+}
+
+void qunary_build(BuildContext& ctx) {
+  const DType t = ctx.in_type(0);
+  const ConstQ x = const_q(ctx, 1, 2, t, "X scale"), y = const_q(ctx, 3, 4, t, "Y scale");
+  const bool leaky = ctx.node().op_type == "QLinearLeakyRelu";
+  const ActivationDef* act = activation_for_op(leaky ? "LeakyRelu" : "Sigmoid");
+  std::string d = range_defines(t) + int_define("QA_Z", x.zero) + int_define("QY_Z", y.zero) +
+                  float_define("QA_S", x.scale) + float_define("QY_S", y.scale) + " -DACTIVATION=ACT_" + act->kernel +
+                  float_define("ALPHA", leaky ? ctx.node().attr_float("alpha", 0.01f) : 0.0) + float_define("BETA", 0);
+  launch_elementwise(ctx, "QACTIVATION", {ctx.input(0)}, ctx.output(0), d);
+}
+
+void qgap_infer(OpContext& ctx) {
+  require_quantized(ctx, 0);
+  const DType t = ctx.in_type(0);
+  if (ctx.node().attr_int("channels_last", 0) != 0) ctx.unsupported("channels_last=1 is not supported");
+  const Shape& x = ctx.in_shape(0);
+  if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + shape_to_string(x));
+  const_q(ctx, 1, 2, t, "x scale");
+  const_q(ctx, 3, 4, t, "y scale");
+  Shape out(x.size(), 1);
+  out[0] = x[0];
+  out[1] = x[1];
+  ctx.set_out(0, t, out);
+}
+
+void qgap_build(BuildContext& ctx) {
+  const DType t = ctx.in_type(0);
+  const Shape& x = ctx.in_shape(0);
+  const int64_t nc = x[0] * x[1], hw = numel(x) / std::max<int64_t>(1, nc);
+  ctx.launch("quant", "qgap", std::string("-DQGAP -DXT=") + cl_type(t) + " -DYT=" + cl_type(t) + range_defines(t),
+             {static_cast<size_t>(nc)}, {}, ctx.in_buf(0), ctx.in_buf(1),
+             ctx.has_input(2) ? ctx.in_buf(2) : zero_operand(ctx, t).mem, ctx.in_buf(3),
+             ctx.has_input(4) ? ctx.in_buf(4) : zero_operand(ctx, t).mem, ctx.out_buf(0), i32(nc), i32(hw));
+}
+
 }  // namespace
 
 void add_quant_ops(std::vector<OpDef>& t) {
@@ -482,6 +589,12 @@ void add_quant_ops(std::vector<OpDef>& t) {
   t.push_back(OpDef("ConvInteger", 10, qconv_infer).build(qconv_build).flops(qconv_ops));
   t.push_back(OpDef("QLinearMatMul", 10, qmatmul_infer).build(qmatmul_build).epilogue().flops(qmatmul_ops));
   t.push_back(OpDef("MatMulInteger", 10, qmatmul_infer).build(qmatmul_build).flops(qmatmul_ops));
+  const std::string ms = "com.microsoft";
+  t.push_back(OpDef("QLinearAdd", 1, qbinary_infer, ms).build(qbinary_build).epilogue());
+  t.push_back(OpDef("QLinearMul", 1, qbinary_infer, ms).build(qbinary_build).epilogue());
+  t.push_back(OpDef("QLinearSigmoid", 1, qunary_infer, ms).build(qunary_build));
+  t.push_back(OpDef("QLinearLeakyRelu", 1, qunary_infer, ms).build(qunary_build));
+  t.push_back(OpDef("QLinearGlobalAveragePool", 1, qgap_infer, ms).build(qgap_build));
 }
 
 }  // namespace oi

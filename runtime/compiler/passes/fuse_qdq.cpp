@@ -4,6 +4,10 @@
 //     -> QuantizeLinear            becomes one QLinearConv with the activation as its epilogue;
 //   the same around Gemm (transA=0, alpha=beta=1) and MatMul becomes one QLinearMatMul (an internal
 //   9th input carries Gemm's bias as int32).
+// Around other ops: Add and Mul of two DQ outputs (with a Relu/Clip after an Add) become
+// com.microsoft QLinearAdd / QLinearMul, GlobalAveragePool / Sigmoid / LeakyRelu become their
+// QLinear forms, and ops that only move data (Reshape, Flatten, Transpose, MaxPool, Slice, ...)
+// run on the 8-bit values when the Q after them has the DQ's parameters.
 // Then every DequantizeLinear of a constant that is left (weights of ops without an integer
 // kernel) is folded into a float constant, and DequantizeLinear nodes nothing reads are removed.
 // Activations between the pairs stay 8-bit; what cannot be fused keeps running as its own
@@ -243,6 +247,120 @@ bool fuse_product(Graph& g, int pi) {
   return true;
 }
 
+// Same constant per-tensor parameters (equal scales and zero points, an omitted zero point
+// counting as 0).
+bool same_params(const Graph& g, const QParams& a, const QParams& b) {
+  if (a.count != 1 || b.count != 1) return false;
+  if (static_cast<float>(scalar_f(g, a.scale)) != static_cast<float>(scalar_f(g, b.scale))) return false;
+  const int64_t za = a.zero >= 0 ? host_get_i(*g.values[a.zero].data, 0) : 0;
+  const int64_t zb = b.zero >= 0 ? host_get_i(*g.values[b.zero].data, 0) : 0;
+  return za == zb;
+}
+
+// Ops that only move or select elements: DQ -> op -> Q with the same parameters computes the same
+// 8-bit values as the op on the 8-bit input.
+bool moves_data(const Node& n) {
+  static const char* kOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Slice"};
+  for (const char* op : kOps)
+    if (n.op_type == op) return n.op_type != "MaxPool" || n.outputs.size() < 2 || n.outputs[1] < 0;
+  return false;
+}
+
+void ensure_contrib_opset(Graph& g) {
+  if (g.opset("com.microsoft") < 1) g.opsets["com.microsoft"] = 1;
+}
+
+// Rewrites the float op before QuantizeLinear `qi` into an op on the 8-bit values. Returns true
+// when it did.
+bool fuse_into_quantized_op(Graph& g, int qi) {
+  const Node& q = g.nodes[qi];
+  const int yf = q.inputs[0];
+  int pi = yf >= 0 ? g.values[yf].producer : -1;
+  if (pi < 0 || g.nodes[pi].removed || !g.nodes[pi].domain.empty() || g.is_output(yf) || g.sole_reader(yf) != qi)
+    return false;
+  QParams qy;
+  if (!qparams(g, qi, g.values[yf].shape, false, &qy)) return false;
+  const int y = q.outputs[0];
+  const DType t = g.values[y].dtype;
+  if (!is_quantized_type(t)) return false;
+
+  // An activation that commutes with a positive scale between an Add and the Q.
+  int act = -1;
+  Epilogue e;
+  {
+    Epilogue a;
+    const Node& pn = g.nodes[pi];
+    if (activation_of_node(g, pn, &a) && pn.inputs[0] >= 0 && a.act &&
+        (std::string(a.act->name) == "Relu" || std::string(a.act->name) == "Clip" ||
+         std::string(a.act->name) == "LeakyRelu")) {
+      const int src = pn.inputs[0];
+      const int pp = g.values[src].producer;
+      if (pp >= 0 && !g.nodes[pp].removed && g.nodes[pp].op_type == "Add" && g.nodes[pp].domain.empty() &&
+          !g.is_output(src) && g.sole_reader(src) == pi) {
+        act = pi;
+        e = a;
+        pi = pp;
+      }
+    }
+  }
+  Node& p = g.nodes[pi];
+  auto dq_in = [&](int slot, QParams* qp) {
+    const int d = dq_of(g, input(p, static_cast<size_t>(slot)));
+    if (d < 0) return -1;
+    const int xq = g.nodes[d].inputs[0];
+    if (g.values[xq].dtype != t || !qparams(g, d, g.values[xq].shape, false, qp)) return -1;
+    return d;
+  };
+  const std::string base = p.name;
+  if (act < 0 && moves_data(p)) {
+    QParams qx;
+    const int d = dq_in(0, &qx);
+    if (d < 0 || !same_params(g, qx, qy)) return false;
+    for (size_t k = 1; k < p.inputs.size(); ++k)
+      if (p.inputs[k] >= 0 && !is_const(g, p.inputs[k])) return false;
+    absorb(p, g.nodes[d]);
+    p.inputs[0] = g.nodes[d].inputs[0];
+  } else if (p.op_type == "Add" || p.op_type == "Mul") {
+    if (p.op_type == "Mul" && act >= 0) return false;
+    QParams qa, qb;
+    const int da = dq_in(0, &qa), db = dq_in(1, &qb);
+    if (da < 0 || db < 0) return false;
+    const int az = zero_point_value(g, qa, t, base + "_a"), bz = zero_point_value(g, qb, t, base + "_b"),
+              yz = zero_point_value(g, qy, t, base + "_y");
+    Node& pn = g.nodes[pi];
+    absorb(pn, g.nodes[da]);
+    absorb(pn, g.nodes[db]);
+    pn.inputs = {g.nodes[da].inputs[0], qa.scale, az, g.nodes[db].inputs[0], qb.scale, bz, qy.scale, yz};
+    pn.op_type = pn.op_type == "Add" ? "QLinearAdd" : "QLinearMul";
+    pn.domain = "com.microsoft";
+    ensure_contrib_opset(g);
+  } else if (p.op_type == "GlobalAveragePool" || p.op_type == "Sigmoid" || p.op_type == "LeakyRelu") {
+    QParams qx;
+    const int d = dq_in(0, &qx);
+    if (d < 0) return false;
+    const int xz = zero_point_value(g, qx, t, base + "_x"), yz = zero_point_value(g, qy, t, base + "_y");
+    Node& pn = g.nodes[pi];
+    absorb(pn, g.nodes[d]);
+    pn.inputs = {g.nodes[d].inputs[0], qx.scale, xz, qy.scale, yz};
+    pn.op_type = "QLinear" + pn.op_type;
+    pn.domain = "com.microsoft";
+    ensure_contrib_opset(g);
+  } else {
+    return false;
+  }
+  Node& pn = g.nodes[pi];
+  if (act >= 0) {
+    absorb(pn, g.nodes[act]);
+    g.nodes[act].removed = true;
+    pn.epilogue = e;
+  }
+  absorb(pn, g.nodes[qi]);
+  g.nodes[qi].removed = true;
+  pn.outputs[0] = y;
+  g.values[y].producer = pi;
+  return true;
+}
+
 }  // namespace
 
 int pass_fuse_qdq(Graph& g, std::string* detail) {
@@ -252,6 +370,12 @@ int pass_fuse_qdq(Graph& g, std::string* detail) {
     if (n.removed || !n.domain.empty()) continue;
     if (n.op_type != "Conv" && n.op_type != "Gemm" && n.op_type != "MatMul") continue;
     if (fuse_product(g, static_cast<int>(i))) ++fused;
+  }
+  int ops = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.removed || n.op_type != "QuantizeLinear" || !n.domain.empty() || n.inputs.empty()) continue;
+    if (fuse_into_quantized_op(g, static_cast<int>(i))) ++ops;
   }
   // DequantizeLinear nodes that nothing reads any more go; the ones of constants become constants.
   for (size_t i = g.nodes.size(); i-- > 0;) {
@@ -276,9 +400,10 @@ int pass_fuse_qdq(Graph& g, std::string* detail) {
   }
   if (detail)
     *detail = std::to_string(fused) + " DequantizeLinear/Conv|Gemm|MatMul/QuantizeLinear chains made integer kernels, " +
+              std::to_string(ops) + " other ops made to run on 8-bit values, " +
               std::to_string(folded) + " constant DequantizeLinear folded, " + std::to_string(dropped) +
               " unread DequantizeLinear removed";
-  return fused + folded + dropped;
+  return fused + ops + folded + dropped;
 }
 
 }  // namespace oi

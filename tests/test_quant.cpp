@@ -1,0 +1,498 @@
+// Quantization ops against CPU references written from the ONNX spec (round half to even,
+// saturation) and ONNX Runtime's requantization formula: QuantizeLinear / DequantizeLinear
+// (per tensor, per axis), QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger, the
+// com.microsoft QLinear* ops, the fuse_qdq pass (fused vs unfused graphs), and bad parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model_builder.hpp"
+
+using namespace testing_util;
+using ocl_infer::DType;
+using ocl_infer::Tensor;
+
+namespace {
+
+int qlo(DType t) { return t == DType::Int8 ? -128 : 0; }
+int qhi(DType t) { return t == DType::Int8 ? 127 : 255; }
+
+int64_t geti(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::Int8: return t.data<int8_t>()[i];
+    case DType::UInt8: return t.data<uint8_t>()[i];
+    case DType::Int32: return t.data<int32_t>()[i];
+    default: ADD_FAILURE() << "geti: unexpected type"; return 0;
+  }
+}
+void seti(Tensor& t, int64_t i, int64_t v) {
+  switch (t.dtype) {
+    case DType::Int8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case DType::UInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    default: ADD_FAILURE() << "seti: unexpected type";
+  }
+}
+
+// ONNX QuantizeLinear of one value: saturate(round_half_even(x / s) + z).
+int64_t quantize_ref(float x, float s, int z, DType t) {
+  const float r = std::nearbyint(x / s) + static_cast<float>(z);
+  if (std::isnan(r)) return qlo(t);
+  return static_cast<int64_t>(std::min<float>(std::max<float>(r, qlo(t)), qhi(t)));
+}
+
+// ONNX Runtime's requantization of an int32 sum: round((acc) * (xs * ws / ys)) + yz, saturated.
+int64_t requant_ref(int64_t acc, float xs, float ws, float ys, int yz, DType t, bool relu) {
+  const float m = xs * ws / ys;
+  float v = static_cast<float>(acc) * m;
+  if (relu) v = std::max(v, 0.0f);
+  v = std::min<float>(std::max<float>(v, static_cast<float>(qlo(t) - yz)), static_cast<float>(qhi(t) - yz));
+  return static_cast<int64_t>(std::nearbyint(v)) + yz;
+}
+
+Tensor random_q(DType t, const std::vector<int64_t>& shape, std::mt19937& rng) {
+  Tensor r(t, shape);
+  std::uniform_int_distribution<int> d(qlo(t), qhi(t));
+  for (int64_t i = 0; i < r.numel(); ++i) seti(r, i, d(rng));
+  return r;
+}
+
+Tensor scalar_f(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+Tensor scalar_q(DType t, int v) {
+  Tensor r(t, {});
+  seti(r, 0, v);
+  return r;
+}
+Tensor floats(const std::vector<float>& v) {
+  Tensor t(DType::Float32, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
+  return t;
+}
+
+// Count of exact mismatches between two integer tensors (shapes and types must match).
+int64_t mismatches(const Tensor& a, const Tensor& b, int64_t* first = nullptr) {
+  if (a.shape != b.shape || a.dtype != b.dtype) return -1;
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (geti(a, i) != geti(b, i)) {
+      if (n == 0 && first) *first = i;
+      ++n;
+    }
+  return n;
+}
+
+}  // namespace
+
+TEST(Quant, QuantizeAndDequantizeMatchTheSpec) {
+  std::mt19937 rng(11);
+  const std::vector<int64_t> shape{2, 3, 5, 7};
+  Tensor x = random_tensor(shape, rng, -3, 3);
+  // Ties (k + 0.5 steps), values past both ends, zero, NaN and infinities.
+  const float specials[] = {0.05f, 0.15f, -0.05f, -0.25f, 100.0f, -100.0f, 0.0f, NAN, INFINITY, -INFINITY};
+  for (int i = 0; i < 10; ++i) x.data<float>()[i * 7] = specials[i];
+  for (DType t : {DType::UInt8, DType::Int8}) {
+    for (int axis : {-1, 1, 3}) {  // -1 here means per tensor
+      SCOPED_TRACE(std::string(ocl_infer::dtype_name(t)) + " axis " + std::to_string(axis));
+      const int64_t count = axis < 0 ? 1 : shape[static_cast<size_t>(axis)];
+      std::vector<float> s(static_cast<size_t>(count));
+      Tensor z(t, axis < 0 ? std::vector<int64_t>{} : std::vector<int64_t>{count});
+      for (int64_t c = 0; c < count; ++c) {
+        s[static_cast<size_t>(c)] = 0.1f * static_cast<float>(c + 1);
+        seti(z, c, t == DType::Int8 ? static_cast<int>(c) - 2 : 120 + static_cast<int>(c));
+      }
+      Tensor st = axis < 0 ? scalar_f(s[0]) : floats(s);
+      ModelBuilder m(13);
+      m.input("x", DType::Float32, shape).initializer("s", st).initializer("z", z);
+      auto& q = m.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+      auto& d = m.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
+      if (axis >= 0) attr_i(q, "axis", axis), attr_i(d, "axis", axis);
+      m.output("q").output("y");
+      auto out = run_model(m, {{"x", x}});
+      int64_t inner = 1;
+      for (size_t k = static_cast<size_t>(std::max(axis, 0)) + 1; k < shape.size() && axis >= 0; ++k) inner *= shape[k];
+      int64_t bad_q = 0, bad_y = 0;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t c = axis < 0 ? 0 : (i / inner) % count;
+        const int zc = static_cast<int>(geti(z, c));
+        const int64_t want = quantize_ref(x.data<float>()[i], s[static_cast<size_t>(c)], zc, t);
+        bad_q += geti(out["q"], i) != want;
+        const float y = static_cast<float>(want - zc) * s[static_cast<size_t>(c)];
+        bad_y += out["y"].data<float>()[i] != y;
+      }
+      EXPECT_EQ(out["q"].dtype, t);
+      EXPECT_EQ(bad_q, 0) << "quantized values differ from saturate(round_half_even(x / s) + z)";
+      EXPECT_EQ(bad_y, 0) << "dequantized values differ from (q - z) * s";
+    }
+  }
+}
+
+TEST(Quant, DequantizeInt32AndDefaultZeroPoint) {
+  std::mt19937 rng(3);
+  Tensor b = random_q(DType::Int8, {17}, rng);
+  Tensor b32(DType::Int32, {17});
+  for (int64_t i = 0; i < 17; ++i) seti(b32, i, geti(b, i) * 100003);
+  ModelBuilder m(13);
+  m.input("b", DType::Int32, {17}).initializer("s", scalar_f(0.001f));
+  m.node("DequantizeLinear", {"b", "s"}, {"y"});
+  m.output("y");
+  auto out = run_model(m, {{"b", b32}});
+  for (int64_t i = 0; i < 17; ++i)
+    EXPECT_EQ(out["y"].data<float>()[i], static_cast<float>(geti(b32, i)) * 0.001f) << i;
+}
+
+namespace {
+
+struct QConvCase {
+  int64_t N, C, H, W, M, k, stride, pad, dil, group;
+  DType xt, wt;
+  bool per_channel, bias, relu;
+};
+
+// QLinearConv (or, with int32 output, ConvInteger) computed in integers from the spec.
+Tensor qconv_ref(const QConvCase& c, const Tensor& x, int xz, float xs, const Tensor& w, const std::vector<int>& wz,
+                 const std::vector<float>& ws, float ys, int yz, DType yt, const Tensor* bias) {
+  const int64_t OH = (c.H + 2 * c.pad - c.dil * (c.k - 1) - 1) / c.stride + 1;
+  const int64_t OW = (c.W + 2 * c.pad - c.dil * (c.k - 1) - 1) / c.stride + 1;
+  const int64_t Cg = c.C / c.group, Mg = c.M / c.group;
+  Tensor y(yt, {c.N, c.M, OH, OW});
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          int64_t acc = bias ? geti(*bias, m) : 0;
+          const int64_t g = m / Mg;
+          const int zw = wz[wz.size() == 1 ? 0 : static_cast<size_t>(m)];
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t kh = 0; kh < c.k; ++kh)
+              for (int64_t kw = 0; kw < c.k; ++kw) {
+                const int64_t ih = oh * c.stride - c.pad + kh * c.dil, iw = ow * c.stride - c.pad + kw * c.dil;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                const int64_t xv = geti(x, ((n * c.C + g * Cg + ci) * c.H + ih) * c.W + iw) - xz;
+                const int64_t wv = geti(w, ((m * Cg + ci) * c.k + kh) * c.k + kw) - zw;
+                acc += xv * wv;
+              }
+          const int64_t o = ((n * c.M + m) * OH + oh) * OW + ow;
+          if (yt == DType::Int32) seti(y, o, acc);
+          else seti(y, o, requant_ref(acc, xs, ws[ws.size() == 1 ? 0 : static_cast<size_t>(m)], ys, yz, yt, c.relu));
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST(Quant, QLinearConvMatchesIntegerReference) {
+  std::mt19937 rng(5);
+  const QConvCase cases[] = {
+      {1, 3, 9, 11, 8, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false},
+      {2, 6, 7, 5, 6, 3, 2, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
+      {1, 8, 13, 13, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::Int8, true, true, false},  // depthwise
+      {1, 5, 6, 17, 19, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, false, false, false},  // pointwise
+      {1, 4, 11, 9, 5, 3, 1, 2, 2, 1, DType::Int8, DType::UInt8, false, true, false},   // dilated
+      {1, 3, 10, 10, 17, 5, 3, 2, 1, 1, DType::UInt8, DType::UInt8, true, false, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
+                 " group=" + std::to_string(c.group));
+    Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
+    Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
+    const int xz = c.xt == DType::UInt8 ? 131 : -3;
+    const float xs = 0.02f, ys = 0.37f;
+    const int yz = 117;
+    std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
+    std::vector<int> wz(ws.size());
+    Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ws[i] = 0.003f * static_cast<float>(i % 7 + 1);
+      wz[i] = c.wt == DType::Int8 ? static_cast<int>(i % 3) - 1 : 128 + static_cast<int>(i % 5);
+      seti(wzt, static_cast<int64_t>(i), wz[i]);
+    }
+    Tensor bias(DType::Int32, {c.M});
+    for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
+    ModelBuilder m(13);
+    m.input("x", c.xt, {c.N, c.C, c.H, c.W})
+        .initializer("xs", scalar_f(xs))
+        .initializer("xz", scalar_q(c.xt, xz))
+        .initializer("w", w)
+        .initializer("ws", c.per_channel ? floats(ws) : scalar_f(ws[0]))
+        .initializer("wz", wzt)
+        .initializer("ys", scalar_f(ys))
+        .initializer("yz", scalar_q(DType::UInt8, yz))
+        .initializer("b", bias);
+    std::vector<std::string> ins{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
+    if (c.bias) ins.push_back("b");
+    auto& n = m.node("QLinearConv", ins, {"y"});
+    attr_ints(n, "strides", {c.stride, c.stride});
+    attr_ints(n, "pads", {c.pad, c.pad, c.pad, c.pad});
+    attr_ints(n, "dilations", {c.dil, c.dil});
+    attr_i(n, "group", c.group);
+    // The same conv as ConvInteger (raw int32 sums), weights as a graph input this time.
+    m.input("wi", c.wt, w.shape);
+    auto& ni = m.node("ConvInteger", {"x", "wi", "xz", "wz"}, {"acc"});
+    attr_ints(ni, "strides", {c.stride, c.stride});
+    attr_ints(ni, "pads", {c.pad, c.pad, c.pad, c.pad});
+    attr_ints(ni, "dilations", {c.dil, c.dil});
+    attr_i(ni, "group", c.group);
+    m.output("y").output("acc");
+    auto out = run_model(m, {{"x", x}, {"wi", w}});
+    int64_t first = -1;
+    Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
+    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+    Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
+    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+  }
+}
+
+TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
+  std::mt19937 rng(9);
+  for (int64_t N : {1, 7, 8, 33}) {
+    const int64_t B = 3, M = 5, K = 19;
+    SCOPED_TRACE("N=" + std::to_string(N));
+    Tensor a = random_q(DType::UInt8, {B, M, K}, rng);
+    Tensor b = random_q(DType::Int8, {K, N}, rng);
+    std::vector<float> bs(static_cast<size_t>(N));
+    Tensor bz(DType::Int8, {N});
+    for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = 0.01f + 0.001f * static_cast<float>(n), seti(bz, n, n % 3 - 1);
+    const int az = 100, yz = 90;
+    const float as = 0.05f, ys = 0.8f;
+    ModelBuilder m(13);
+    m.input("a", DType::UInt8, {B, M, K})
+        .initializer("as", scalar_f(as))
+        .initializer("az", scalar_q(DType::UInt8, az))
+        .initializer("b", b)
+        .initializer("bs", floats(bs))
+        .initializer("bz", bz)
+        .initializer("ys", scalar_f(ys))
+        .initializer("yz", scalar_q(DType::Int8, yz));
+    m.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"});
+    m.input("bi", DType::Int8, {K, N});
+    m.node("MatMulInteger", {"a", "bi", "az", "bz"}, {"acc"});
+    m.output("y").output("acc");
+    auto out = run_model(m, {{"a", a}, {"bi", b}});
+    Tensor want(DType::Int8, {B, M, N}), want_acc(DType::Int32, {B, M, N});
+    for (int64_t i = 0; i < B * M; ++i)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += (geti(a, i * K + k) - az) * (geti(b, k * N + n) - geti(bz, n));
+        seti(want_acc, i * N + n, acc);
+        seti(want, i * N + n, requant_ref(acc, as, bs[static_cast<size_t>(n)], ys, yz, DType::Int8, false));
+      }
+    int64_t first = -1;
+    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "MatMulInteger, first at " << first;
+  }
+}
+
+TEST(Quant, DynamicQuantizeLinearMatchesSpec) {
+  std::mt19937 rng(2);
+  for (int64_t n : {1, 100, 70001}) {
+    Tensor x = random_tensor({n}, rng, -2.5f, 4.0f);
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {n});
+    m.node("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"});
+    m.output("y").output("s").output("z");
+    auto out = run_model(m, {{"x", x}});
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < n; ++i) lo = std::min(lo, x.data<float>()[i]), hi = std::max(hi, x.data<float>()[i]);
+    const float s = (hi - lo) / 255.0f;
+    const int z = static_cast<int>(std::min(255.0f, std::max(0.0f, std::nearbyint(-lo / s))));
+    EXPECT_EQ(out["s"].data<float>()[0], s);
+    EXPECT_EQ(geti(out["z"], 0), z);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += geti(out["y"], i) != quantize_ref(x.data<float>()[i], s, z, DType::UInt8);
+    EXPECT_EQ(bad, 0) << "n=" << n;
+  }
+}
+
+namespace {
+
+ModelBuilder contrib_model() {
+  ModelBuilder m(13);
+  auto* os = m.proto().add_opset_import();
+  os->set_domain("com.microsoft");
+  os->set_version(1);
+  return m;
+}
+
+}  // namespace
+
+TEST(Quant, ContribQLinearOpsMatchReference) {
+  std::mt19937 rng(8);
+  const std::vector<int64_t> shape{2, 5, 3, 7};
+  Tensor a = random_q(DType::UInt8, shape, rng), b = random_q(DType::UInt8, {5, 1, 1}, rng);
+  const float as = 0.03f, bs = 0.05f, ys = 0.07f, gs = 0.011f;
+  const int az = 120, bz = 3, yz = 128, gz = 7;
+  ModelBuilder m = contrib_model();
+  m.input("a", DType::UInt8, shape).input("b", DType::UInt8, {5, 1, 1});
+  m.initializer("as", scalar_f(as)).initializer("az", scalar_q(DType::UInt8, az));
+  m.initializer("bs", scalar_f(bs)).initializer("bz", scalar_q(DType::UInt8, bz));
+  m.initializer("ys", scalar_f(ys)).initializer("yz", scalar_q(DType::UInt8, yz));
+  m.initializer("gs", scalar_f(gs)).initializer("gz", scalar_q(DType::UInt8, gz));
+  for (const char* op : {"QLinearAdd", "QLinearMul"})
+    m.node(op, {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {std::string(op) + "_y"}).set_domain("com.microsoft");
+  m.node("QLinearSigmoid", {"a", "as", "az", "ys", "yz"}, {"sig"}).set_domain("com.microsoft");
+  m.node("QLinearGlobalAveragePool", {"a", "as", "az", "gs", "gz"}, {"gap"}).set_domain("com.microsoft");
+  m.output("QLinearAdd_y").output("QLinearMul_y").output("sig").output("gap");
+  auto out = run_model(m, {{"a", a}, {"b", b}});
+  int64_t add_bad = 0, mul_bad = 0, sig_off = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const int64_t c = (i / 21) % 5;
+    const float da = static_cast<float>(geti(a, i) - az), db = static_cast<float>(geti(b, c) - bz);
+    const float add = da * (as / ys) + db * (bs / ys);
+    const int64_t add_q = std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint(add)) + yz));
+    add_bad += geti(out["QLinearAdd_y"], i) != add_q;
+    const float mul = da * db * (as * bs / ys);
+    const int64_t mul_q = std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint(mul)) + yz));
+    mul_bad += geti(out["QLinearMul_y"], i) != mul_q;
+    const int64_t sig_q = quantize_ref(1.0f / (1.0f + std::exp(-da * as)), ys, yz, DType::UInt8);
+    sig_off = std::max<int64_t>(sig_off, std::llabs(geti(out["sig"], i) - sig_q));
+  }
+  EXPECT_EQ(add_bad, 0);
+  EXPECT_EQ(mul_bad, 0);
+  // The device's exp may differ from the host's in the last bit: at most one step apart.
+  EXPECT_LE(sig_off, 1);
+  ASSERT_EQ(out["gap"].shape, (std::vector<int64_t>{2, 5, 1, 1}));
+  for (int64_t nc = 0; nc < 10; ++nc) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < 21; ++k) sum += geti(a, nc * 21 + k);
+    const float v = static_cast<float>(sum - az * 21) * (as / (gs * 21.0f));
+    const int64_t want = std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(std::nearbyint(v)) + gz));
+    EXPECT_EQ(geti(out["gap"], nc), want) << nc;
+  }
+}
+
+namespace {
+
+// A QDQ graph as ONNX Runtime's quantizer writes it: x -> Q -> DQ -> Conv(DQ(W int8 per channel),
+// DQ(bias int32)) -> Relu -> Q -> DQ -> {Conv 1x1 -> Q -> DQ, the same DQ} -> Add -> Relu -> Q ->
+// DQ -> GlobalAveragePool -> Q -> DQ -> Flatten -> Q -> DQ -> Gemm(DQ(W), DQ(bias)) -> Q -> DQ -> y.
+ModelBuilder qdq_model(std::mt19937& rng, int64_t C, int64_t H) {
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 3, H, H});
+  int id = 0;
+  auto qdq = [&](const std::string& v, float s, int z) {
+    const std::string n = v + "_" + std::to_string(id++);
+    m.initializer(n + "_s", scalar_f(s)).initializer(n + "_z", scalar_q(DType::UInt8, z));
+    m.node("QuantizeLinear", {v, n + "_s", n + "_z"}, {n + "_q"});
+    m.node("DequantizeLinear", {n + "_q", n + "_s", n + "_z"}, {n + "_dq"});
+    return n + "_dq";
+  };
+  auto weights = [&](const std::string& name, const std::vector<int64_t>& shape, int64_t channels, int axis,
+                     float x_scale) {
+    Tensor w = random_q(DType::Int8, shape, rng);
+    std::vector<float> s(static_cast<size_t>(channels));
+    for (auto& v : s) v = 0.002f + 0.004f * static_cast<float>(rng() % 100) / 100.0f;
+    Tensor b(DType::Int32, {channels});
+    std::vector<float> bsc(s.size());
+    for (int64_t c = 0; c < channels; ++c) {
+      seti(b, c, static_cast<int64_t>(rng() % 2001) - 1000);
+      bsc[static_cast<size_t>(c)] = x_scale * s[static_cast<size_t>(c)];
+    }
+    m.initializer(name + "_wq", w).initializer(name + "_ws", floats(s)).initializer(name + "_wz", Tensor(DType::Int8, {channels}));
+    m.initializer(name + "_bq", b).initializer(name + "_bs", floats(bsc)).initializer(name + "_bz", Tensor(DType::Int32, {channels}));
+    auto& dw = m.node("DequantizeLinear", {name + "_wq", name + "_ws", name + "_wz"}, {name + "_w"});
+    attr_i(dw, "axis", axis);
+    auto& db = m.node("DequantizeLinear", {name + "_bq", name + "_bs", name + "_bz"}, {name + "_b"});
+    attr_i(db, "axis", 0);
+  };
+  const float s0 = 0.02f;
+  std::string x = qdq("x", s0, 128);
+  weights("c1", {C, 3, 3, 3}, C, 0, s0);
+  auto& c1 = m.node("Conv", {x, "c1_w", "c1_b"}, {"c1_y"});
+  attr_ints(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1_y"}, {"r1"});
+  const float s1 = 0.05f;
+  std::string r1 = qdq("r1", s1, 0);
+  weights("c2", {C, C, 1, 1}, C, 0, s1);
+  m.node("Conv", {r1, "c2_w", "c2_b"}, {"c2_y"});
+  std::string c2 = qdq("c2_y", 0.06f, 120);
+  m.node("Add", {c2, r1}, {"sum"});
+  m.node("Relu", {"sum"}, {"r2"});
+  const float s2 = 0.07f;
+  std::string r2 = qdq("r2", s2, 0);
+  m.node("GlobalAveragePool", {r2}, {"gap"});
+  std::string gap = qdq("gap", 0.03f, 0);
+  m.node("Flatten", {gap}, {"flat"});
+  std::string flat = qdq("flat", 0.03f, 0);
+  weights("fc", {10, C}, 10, 0, 0.03f);
+  auto& fc = m.node("Gemm", {flat, "fc_w", "fc_b"}, {"fc_y"});
+  attr_i(fc, "transB", 1);
+  std::string y = qdq("fc_y", 0.04f, 130);
+  m.node("Identity", {y}, {"y"});
+  m.output("y");
+  return m;
+}
+
+}  // namespace
+
+TEST(Quant, FusedQdqGraphUsesIntegerKernelsAndMatchesUnfused) {
+  std::mt19937 rng(21);
+  ModelBuilder m = qdq_model(rng, 12, 9);
+  Tensor x = random_tensor({1, 3, 9, 9}, rng, -2, 2);
+  ocl_infer::SessionOptions plain;
+  plain.optimization_level = 0;
+  auto fused = open_session(m);
+  auto unfused = open_session(m, plain);
+  auto a = fused.run({{"x", x}})["y"];
+  auto b = unfused.run({{"x", x}})["y"];
+  const std::string plan = fused.dump("plan");
+  for (const char* k : {"quant:qconv", "quant:qmatmul", "quant:qgap"}) EXPECT_NE(plan.find(k), std::string::npos) << k;
+  // Only the model input's Q and the output's DQ are left as their own kernels (plus the
+  // QLinearAdd, also an elementwise kernel).
+  size_t ternary = 0;
+  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++ternary;
+  EXPECT_EQ(ternary, 2u) << plan;
+  EXPECT_EQ(unfused.dump("plan").find("quant:qconv"), std::string::npos);
+  ASSERT_EQ(a.shape, b.shape);
+  // Fused kernels requantize (acc + bias) * (xs * ws / ys) where the unfused graph rounds float
+  // products: a value may land one step away, and steps can add up over the 5 layers.
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) worst = std::max<double>(worst, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
+  EXPECT_LE(worst, 3 * 0.04 + 1e-6) << "fused and unfused outputs differ by more than 3 output steps";
+}
+
+TEST(Quant, BadQuantizationParametersAreClearErrors) {
+  struct Bad {
+    const char* what;
+    Tensor scale, zero;
+    int axis;
+    const char* expect;
+  };
+  const Bad cases[] = {
+      {"zero scale", scalar_f(0.0f), scalar_q(DType::UInt8, 0), -1, "finite and non-zero"},
+      {"NaN scale", scalar_f(NAN), scalar_q(DType::UInt8, 0), -1, "finite and non-zero"},
+      {"per-axis length", floats({0.1f, 0.2f}), Tensor(DType::UInt8, {2}), 1, "one per channel"},
+      {"zero point length", floats({0.1f, 0.2f, 0.3f}), Tensor(DType::UInt8, {2}), 1, "expected 3 values"},
+      {"int16 output", scalar_f(0.1f), scalar_q(DType::Int32, 0), -1, "int32"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 3, 4}).initializer("s", c.scale).initializer("z", c.zero);
+    auto& q = m.node("QuantizeLinear", {"x", "s", "z"}, {"y"});
+    if (c.axis >= 0) attr_i(q, "axis", c.axis);
+    m.output("y");
+    try {
+      run_model(m, {{"x", Tensor(DType::Float32, {1, 3, 4})}});
+      ADD_FAILURE() << "no error";
+    } catch (const ocl_infer::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("QuantizeLinear"), std::string::npos) << e.what();
+    }
+  }
+  // DequantizeLinear: zero point of another type than the data, and a non-zero int32 zero point.
+  ModelBuilder m(13);
+  m.input("x", DType::Int8, {4}).initializer("s", scalar_f(0.5f)).initializer("z", scalar_q(DType::UInt8, 1));
+  m.node("DequantizeLinear", {"x", "s", "z"}, {"y"});
+  m.output("y");
+  EXPECT_THROW(run_model(m, {{"x", Tensor(DType::Int8, {4})}}), ocl_infer::ModelError);
+  ModelBuilder m2(13);
+  m2.input("x", DType::Int32, {4}).initializer("s", scalar_f(0.5f)).initializer("z", scalar_q(DType::Int32, 1));
+  m2.node("DequantizeLinear", {"x", "s", "z"}, {"y"});
+  m2.output("y");
+  EXPECT_THROW(run_model(m2, {{"x", Tensor(DType::Int32, {4})}}), ocl_infer::ModelError);
+}
