@@ -306,6 +306,21 @@ __kernel void qgap(__global const XT* restrict X, __global const float* xs, __gl
 }
 #endif
 
+// ---- QLinearConcat: one input requantized into its slice of the output ----------------------
+// y[o * out_block + offset + r] = saturate(round((x[i] - xz) * xs / ys) + yz), i = o * in_block + r:
+// DequantizeLinear then QuantizeLinear, as ONNX Runtime's lookup table computes it.
+// Global: (n).
+#if defined(XT) && defined(QREQUANT)
+__kernel void qrequant_into(__global const XT* restrict x, __global YT* restrict y, long n, long in_block,
+                            long out_block, long offset, float xs, int xz, float ys, int yz) {
+  const long i = get_global_id(0);
+  if (i >= n) return;
+  const long o = i / in_block, r = i % in_block;
+  const float v = (float)((int)x[i] - xz) * xs;
+  y[o * out_block + offset + r] = (YT)clamp(rint(v / ys) + (float)yz, (float)QMIN, (float)QMAX);
+}
+#endif
+
 // ---- DynamicQuantizeLinear ------------------------------------------------------------------
 // Stage 1: work-item p reduces elements p, p + P, ... to a min and a max (NaN ignored).
 // Global: (P).

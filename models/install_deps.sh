@@ -76,3 +76,19 @@ if ((${#pip_missing[@]})); then
 else
     echo "install_deps: PyPI packages present in $venv_dir"
 fi
+
+# onnxruntime's quantization tool (models/export_quantized.py) needs onnx >= 1.16 and ml_dtypes,
+# but the exporters above are checked with Debian's onnx 1.12 and torch 1.13 (built against
+# numpy 1): those go into a folder of their own that only export_quantized.py puts on sys.path.
+# onnx 1.17 is the newest that accepts Debian's protobuf 4.21.
+quant_dir="${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}"
+quant_packages=(onnx==1.17.0 ml_dtypes==0.5.4 numpy==1.26.4)
+if [[ ! -f "$quant_dir/.installed" ]] || [[ "$(cat "$quant_dir/.installed")" != "${quant_packages[*]}" ]]; then
+    echo "install_deps: pip install --target $quant_dir ${quant_packages[*]}"
+    rm -rf "$quant_dir"
+    "$venv_dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+        --target "$quant_dir" "${quant_packages[@]}"
+    echo "${quant_packages[*]}" > "$quant_dir/.installed"
+else
+    echo "install_deps: quantization packages present in $quant_dir"
+fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every test and demo model: installs what is missing, then runs both exports.
+# Builds every test and demo model: installs what is missing, then runs the exports (fp32 models,
+# then int8 QDQ versions of them in OUTDIR/int8).
 #
 #   models/make_all.sh [--extra] [OUTDIR]   (default build/models, relative to the repo root)
 #
@@ -30,6 +31,9 @@ force=()
 python="$venv_dir/bin/python"
 "$python" "$repo_root/models/export_torchvision.py" --out "$out_dir" "${force[@]}" "${extra[@]}"
 "$python" "$repo_root/models/export_efficientnet_lite0.py" --out "$out_dir" "${force[@]}"
+# int8 QDQ models made by onnxruntime's quantizer from the models above, with golden outputs.
+"$python" "$repo_root/models/export_quantized.py" --models-dir "$out_dir" --out "$out_dir/int8" \
+    --deps "${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}" "${force[@]}"
 
 echo "make_all: $out_dir"
 for f in "$out_dir"/*; do

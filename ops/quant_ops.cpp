@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ops/conv_ops.hpp"
+#include "ops/copy_view.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/gemm_ops.hpp"
 #include "ops/core/activation.hpp"
@@ -575,6 +576,72 @@ void qgap_build(BuildContext& ctx) {
              ctx.has_input(4) ? ctx.in_buf(4) : zero_operand(ctx, t).mem, ctx.out_buf(0), i32(nc), i32(hw));
 }
 
+// QLinearConcat: inputs Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per operand.
+int64_t qconcat_axis(const OpContext& ctx) {
+  const int64_t r = static_cast<int64_t>(ctx.in_shape(2).size());
+  if (r == 0) ctx.fail("cannot concatenate scalars");
+  if (!ctx.node().has("axis")) ctx.fail("attribute 'axis' is required");
+  return ctx.axis(ctx.node().attr_int("axis", 1), r);
+}
+
+void qconcat_infer(OpContext& ctx) {
+  if (ctx.num_inputs() < 5 || (ctx.num_inputs() - 2) % 3 != 0)
+    ctx.fail("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) per operand, got " +
+             std::to_string(ctx.num_inputs()) + " inputs");
+  if (!ctx.has_input(1)) ctx.fail("Y_zero_point is required");
+  const DType t = ctx.in_type(1);
+  if (!is_quantized_type(t)) ctx.unsupported("output type " + std::string(dtype_name(t)) + " is not supported");
+  const_q(ctx, 0, 1, t, "Y scale");
+  const int64_t axis = qconcat_axis(ctx);
+  Shape out = ctx.in_shape(2);
+  out[static_cast<size_t>(axis)] = 0;
+  for (int k = 2; k < ctx.num_inputs(); k += 3) {
+    if (ctx.in_type(k) != t) ctx.fail(slot_name(ctx, k) + " is not of the output's type " + dtype_name(t));
+    const_q(ctx, k + 1, k + 2, t, "X scale");
+    const Shape& s = ctx.in_shape(k);
+    bool ok = s.size() == out.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = d == static_cast<size_t>(axis) || s[d] == out[d];
+    if (!ok) ctx.fail(slot_name(ctx, k) + " " + shape_to_string(s) + " does not match the others outside axis " +
+                      std::to_string(axis));
+    out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+  }
+  ctx.set_out(0, t, out);
+}
+
+void qconcat_build(BuildContext& ctx) {
+  const DType t = ctx.in_type(1);
+  const ConstQ y = const_q(ctx, 0, 1, t, "Y scale");
+  const int64_t axis = qconcat_axis(ctx);
+  const Shape& os = ctx.out_shape(0);
+  const auto ost = strides_of(os);
+  std::vector<CopyView> copies;
+  int64_t at = 0;
+  for (int k = 2; k < ctx.num_inputs(); k += 3) {
+    const Shape& s = ctx.in_shape(k);
+    const ConstQ x = const_q(ctx, k + 1, k + 2, t, "X scale");
+    const int64_t offset = at * ost[static_cast<size_t>(axis)];
+    at += s[static_cast<size_t>(axis)];
+    if (static_cast<float>(x.scale) == static_cast<float>(y.scale) && x.zero == y.zero) {
+      CopyView v;
+      v.input = k;
+      v.dims = s;
+      v.in_strides = strides_of(s);
+      v.out_strides = ost;
+      v.out_offset = offset;
+      copies.push_back(v);
+      continue;
+    }
+    const int64_t n = numel(s), in_block = s[static_cast<size_t>(axis)] * ost[static_cast<size_t>(axis)];
+    const int64_t out_block = os[static_cast<size_t>(axis)] * ost[static_cast<size_t>(axis)];
+    const size_t local = ctx.caps().linear_local();
+    ctx.launch("quant", "qrequant_into", std::string("-DQREQUANT -DXT=") + cl_type(t) + " -DYT=" + cl_type(t) + range_defines(t),
+               {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(k), ctx.out_buf(0), n, in_block,
+               out_block, offset, static_cast<float>(x.scale), static_cast<int32_t>(x.zero),
+               static_cast<float>(y.scale), static_cast<int32_t>(y.zero));
+  }
+  run_copies_device(ctx, copies);
+}
+
 }  // namespace
 
 void add_quant_ops(std::vector<OpDef>& t) {
@@ -595,6 +662,7 @@ void add_quant_ops(std::vector<OpDef>& t) {
   t.push_back(OpDef("QLinearSigmoid", 1, qunary_infer, ms).build(qunary_build));
   t.push_back(OpDef("QLinearLeakyRelu", 1, qunary_infer, ms).build(qunary_build));
   t.push_back(OpDef("QLinearGlobalAveragePool", 1, qgap_infer, ms).build(qgap_build));
+  t.push_back(OpDef("QLinearConcat", 1, qconcat_infer, ms).build(qconcat_build));
 }
 
 }  // namespace oi

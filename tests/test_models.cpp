@@ -4,6 +4,7 @@
 // PyTorch's top-5 for the same preprocessing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -75,6 +76,65 @@ std::vector<double> json_array(const std::string& text, const std::string& key) 
   while (std::getline(ss, item, ',')) r.push_back(std::stod(item));
   return r;
 }
+
+// int8 QDQ models made by ONNX Runtime's static quantizer (models/export_quantized.py) against
+// ONNX Runtime's own outputs for them: the runtime's integer kernels follow ORT's requantization,
+// so the logits must agree within one quantization step of the output (measured: bit for bit) and
+// the top-1 must be the same. The fused plan must be integer end to end (only the input's Q and the
+// output's DQ left as their own kernels) with about a quarter of the fp32 plan's activation arena.
+class QdqModelTest : public ::testing::TestWithParam<std::string> {};
+
+int64_t json_int(const std::string& js, const std::string& key) {
+  auto v = json_numbers(js, key);
+  return v.empty() ? -1 : static_cast<int64_t>(v[0]);
+}
+
+TEST_P(QdqModelTest, MatchesOnnxRuntime) {
+  const std::string name = GetParam(), dir = models_dir() + "/int8";
+  const std::string model = dir + "/" + name + ".qdq.onnx";
+  ASSERT_TRUE(exists(model)) << model << " is missing: run models/make_all.sh " << models_dir();
+  auto s = ocl_infer::Session::from_file(model);
+  for (const char* photo : {"dog", "eagle", "giraffe"}) {
+    SCOPED_TRACE(photo);
+    const std::string base = dir + "/" + name + ".qdq." + photo;
+    Tensor x = cli::read_npy(base + ".input.npy");
+    Tensor ref = cli::read_npy(base + ".output.npy");
+    auto out = s.run({{s.inputs()[0].name, x}});
+    const Tensor& y = out.at(s.outputs()[0].name);
+    ASSERT_EQ(y.shape, ref.shape);
+    // The output's quantization step: the smallest gap between distinct reference values.
+    std::vector<float> v(ref.data<float>(), ref.data<float>() + ref.numel());
+    std::sort(v.begin(), v.end());
+    double step = INFINITY, err = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] > v[i - 1]) step = std::min<double>(step, v[i] - v[i - 1]);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      const double e = std::fabs(ref.data<float>()[i] - y.data<float>()[i]);
+      err = std::max(err, e);
+      differ += e > 0;
+    }
+    std::cout << name << " " << photo << ": max|err| = " << err << " (output step " << step << "), " << differ
+              << " of " << ref.numel() << " logits differ\n";
+    EXPECT_LE(err, step * 1.01);
+    EXPECT_EQ(argmax(y), argmax(ref));
+  }
+  const std::string plan = s.dump("plan.json");
+  size_t qdq = 0;
+  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++qdq;
+  EXPECT_LE(qdq, 2u) << "standalone QuantizeLinear/DequantizeLinear kernels left in the plan";
+  const std::string fp32_model = models_dir() + "/" + name + ".onnx";
+  if (exists(fp32_model)) {
+    auto f = ocl_infer::Session::from_file(fp32_model);
+    f.run({{f.inputs()[0].name, cli::read_npy(dir + "/" + name + ".qdq.dog.input.npy")}});
+    const int64_t a8 = json_int(plan, "peak_activation_bytes"), a32 = json_int(f.dump("plan.json"), "peak_activation_bytes");
+    std::cout << name << ": activation arena int8 " << a8 << " bytes, fp32 " << a32 << " bytes\n";
+    EXPECT_LE(a8, a32 * 3 / 10) << "the int8 plan's activations should take about a quarter of fp32's";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnnxRuntimeQuantizer, QdqModelTest,
+                         ::testing::Values("resnet18", "mobilenet_v2", "squeezenet1_1", "efficientnet_lite0"));
 
 TEST(DemoModel, SamplePhotoTop5MatchesPyTorch) {
   const std::string dir = models_dir();

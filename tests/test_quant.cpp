@@ -496,3 +496,44 @@ TEST(Quant, BadQuantizationParametersAreClearErrors) {
   m2.output("y");
   EXPECT_THROW(run_model(m2, {{"x", Tensor(DType::Int32, {4})}}), ocl_infer::ModelError);
 }
+
+TEST(Quant, QLinearConcatRequantizesEachOperand) {
+  std::mt19937 rng(4);
+  ModelBuilder m = contrib_model();
+  const float ys = 0.04f;
+  const int yz = 10;
+  m.initializer("ys", scalar_f(ys)).initializer("yz", scalar_q(DType::UInt8, yz));
+  // Operand 0 shares the output's parameters (a plain copy), 1 and 2 are requantized.
+  const float xs[] = {0.04f, 0.013f, 0.3f};
+  const int xz[] = {10, 200, 0};
+  const int64_t len[] = {3, 1, 4};
+  std::vector<std::string> ins{"ys", "yz"};
+  std::map<std::string, Tensor> feeds;
+  for (int k = 0; k < 3; ++k) {
+    const std::string n = "x" + std::to_string(k);
+    m.input(n, DType::UInt8, {2, len[k], 5});
+    m.initializer(n + "s", scalar_f(xs[k])).initializer(n + "z", scalar_q(DType::UInt8, xz[k]));
+    ins.insert(ins.end(), {n, n + "s", n + "z"});
+    feeds[n] = random_q(DType::UInt8, {2, len[k], 5}, rng);
+  }
+  auto& c = m.node("QLinearConcat", ins, {"y"});
+  c.set_domain("com.microsoft");
+  attr_i(c, "axis", 1);
+  m.output("y");
+  auto y = run_model(m, feeds)["y"];
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{2, 8, 5}));
+  int64_t bad = 0;
+  for (int64_t o = 0; o < 2; ++o) {
+    int64_t at = 0;
+    for (int k = 0; k < 3; ++k) {
+      const Tensor& x = feeds["x" + std::to_string(k)];
+      for (int64_t j = 0; j < len[k]; ++j)
+        for (int64_t i = 0; i < 5; ++i) {
+          const float v = static_cast<float>(geti(x, (o * len[k] + j) * 5 + i) - xz[k]) * xs[k];
+          bad += geti(y, (o * 8 + at + j) * 5 + i) != quantize_ref(v, ys, yz, DType::UInt8);
+        }
+      at += len[k];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}

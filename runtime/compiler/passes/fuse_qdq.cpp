@@ -4,7 +4,7 @@
 //     -> QuantizeLinear            becomes one QLinearConv with the activation as its epilogue;
 //   the same around Gemm (transA=0, alpha=beta=1) and MatMul becomes one QLinearMatMul (an internal
 //   9th input carries Gemm's bias as int32).
-// Around other ops: Add and Mul of two DQ outputs (with a Relu/Clip after an Add) become
+// Around other ops: Concat of DQ outputs becomes com.microsoft QLinearConcat, Add and Mul of two DQ outputs (with a Relu/Clip after an Add) become
 // com.microsoft QLinearAdd / QLinearMul, GlobalAveragePool / Sigmoid / LeakyRelu become their
 // QLinear forms, and ops that only move data (Reshape, Flatten, Transpose, MaxPool, Slice, ...)
 // run on the 8-bit values when the Q after them has the DQ's parameters.
@@ -125,7 +125,13 @@ bool int_bias(const Graph& g, int bias, double xs, const Tensor& ws, int64_t cha
     if (!is_const(g, n.inputs[0]) || !is_const(g, input(n, 1)) || (input(n, 2) >= 0 && !is_const(g, input(n, 2))))
       return false;
     const Tensor& b = *g.values[n.inputs[0]].data;
-    if (b.dtype == DType::Int32 && input(n, 2) < 0) {
+    bool zero_zp = input(n, 2) < 0;
+    if (!zero_zp) {
+      const Tensor& z = *g.values[input(n, 2)].data;
+      zero_zp = true;
+      for (int64_t i = 0; i < z.numel(); ++i) zero_zp &= host_get_i(z, i) == 0;
+    }
+    if (b.dtype == DType::Int32 && zero_zp) {
       // The common case: the integers themselves when the scale is exactly x_scale * w_scale.
       const Tensor& s = *g.values[input(n, 1)].data;
       bool same = numel(b.shape) == channels;
@@ -332,6 +338,28 @@ bool fuse_into_quantized_op(Graph& g, int qi) {
     absorb(pn, g.nodes[db]);
     pn.inputs = {g.nodes[da].inputs[0], qa.scale, az, g.nodes[db].inputs[0], qb.scale, bz, qy.scale, yz};
     pn.op_type = pn.op_type == "Add" ? "QLinearAdd" : "QLinearMul";
+    pn.domain = "com.microsoft";
+    ensure_contrib_opset(g);
+  } else if (p.op_type == "Concat" && act < 0) {
+    std::vector<int> ins{qy.scale, zero_point_value(g, qy, t, base + "_y")};
+    std::vector<int> dqs;
+    for (size_t k = 0; k < p.inputs.size(); ++k) {
+      QParams qk;
+      const int d = dq_in(static_cast<int>(k), &qk);
+      if (d < 0) return false;
+      dqs.push_back(d);
+      ins.insert(ins.end(), {g.nodes[d].inputs[0], qk.scale, -2 - static_cast<int>(k)});
+    }
+    // Zero points made only once every operand qualified (no constants left behind otherwise).
+    for (size_t k = 0; k < dqs.size(); ++k) {
+      QParams qk;
+      qparams(g, dqs[k], g.values[g.nodes[dqs[k]].inputs[0]].shape, false, &qk);
+      ins[4 + 3 * k] = zero_point_value(g, qk, t, base + "_x" + std::to_string(k));
+    }
+    Node& pn = g.nodes[pi];
+    for (int d : dqs) absorb(pn, g.nodes[d]);
+    pn.inputs = ins;
+    pn.op_type = "QLinearConcat";
     pn.domain = "com.microsoft";
     ensure_contrib_opset(g);
   } else if (p.op_type == "GlobalAveragePool" || p.op_type == "Sigmoid" || p.op_type == "LeakyRelu") {
