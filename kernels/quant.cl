@@ -4,9 +4,9 @@
 // reduction of DynamicQuantizeLinear. QuantizeLinear and DequantizeLinear themselves are
 // elementwise ops (kernels/elementwise.cl, OP_QUANTIZE / OP_DEQUANTIZE).
 //
-// Arithmetic: every product is (x - x_zero_point) * (w - w_zero_point) in int, summed in int32;
-// weights are packed as shorts with their zero point already subtracted (so int8 and uint8 weights
-// share one kernel). A quantized output is requantized as ONNX Runtime does:
+// Arithmetic: every product is (x - x_zero_point) * (w - w_zero_point), summed exactly into int32
+// (see "accumulation" below); weights are packed as floats with their zero point already
+// subtracted (so int8 and uint8 weights share one kernel). A quantized output is requantized as ONNX Runtime does:
 //   y = saturate(round_half_even((acc + bias) * (x_scale * w_scale[c] / y_scale)) + y_zero_point)
 // with a fused activation applied before rounding (in the scaled domain when the activation is
 // positively homogeneous, i.e. Relu/LeakyRelu/Clip with bounds pre-divided by y_scale; else on
@@ -23,7 +23,9 @@
 //   -DHAS_BIAS                           add an int32 bias per output channel / column
 //   -DEPILOGUE_ACT=.. (activation.cl)    fused activation; -DACT_SCALED: apply it to the scaled
 //                                        value, else to the real value (multiplied by y_scale)
-//   conv: -DOCB=4|8|16 -DOWB=n and the window (-DKD.. -DSD.. -DDD..)
+//   -DCHUNK=n                            reduction steps between flushes of the float sums (below)
+//   conv: -DOCB=4|8|16 -DOWB=n and the window (-DKD.. -DSD.. -DDD..); -DPOINTWISE -DPXB=8|16 for
+//         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group
 //   matmul: -DNB=4|8|16 -DMB=n
 #include "activation.cl"
 
@@ -87,56 +89,82 @@ inline float out_multiplier(__global const float* xs, __global const float* ws, 
 #endif
 }
 
+// ---- accumulation -----------------------------------------------------------------------------
+// Products of 8-bit values (zero points subtracted) are integers below 2^16 in magnitude; sums of
+// them are exact in float as long as every partial sum stays below 2^24. The kernels therefore
+// accumulate with float FMAs (what CPUs and GPUs do fastest) and move the float sums into int32
+// accumulators every CHUNK reduction steps, where CHUNK * max|x - x_zero| * max|w - w_zero| < 2^24
+// (computed on the host from the actual weights): the result is the exact int32 sum.
+
 // ---- weight packing -------------------------------------------------------------------------
-// W [G*M_g][K] (K = C_g * taps) of type WT -> [G][blocks][K][OCB] shorts, minus the zero point of
+// W [G*M_g][K] (K = C_g * taps) of type WT -> [G][blocks][K][OCB] floats, minus the zero point of
 // its output channel (per channel when -DWZ_PER_CHANNEL), zero past M_g. Global: (G*blocks*OCB, K).
 #ifdef PACK_WEIGHTS
 #ifdef OCB
-__kernel void qconv_pack_weights(__global const WT* w, __global const WT* wz, __global short* wp, int M_g, int K,
+__kernel void qconv_pack_weights(__global const WT* w, __global const WT* wz, __global float* wp, int M_g, int K,
                                  int blocks) {
   const int r = get_global_id(0), k = get_global_id(1);
   const int lane = r % OCB, gb = r / OCB;
   const int g = gb / blocks, oc = (gb % blocks) * OCB + lane;
-  short v = 0;
+  float v = 0;
   if (oc < M_g) {
     const int m = g * M_g + oc;
 #ifdef WZ_PER_CHANNEL
-    v = (short)((int)w[(long)m * K + k] - (int)wz[m]);
+    v = (float)((int)w[(long)m * K + k] - (int)wz[m]);
 #else
-    v = (short)((int)w[(long)m * K + k] - (int)wz[0]);
+    v = (float)((int)w[(long)m * K + k] - (int)wz[0]);
 #endif
   }
   wp[((long)gb * K + k) * OCB + lane] = v;
 }
 #endif
 
-// B [count][K][N] of type WT -> [count][K][NP] shorts (NP = N rounded up to NB), minus the zero
+// B [count][K][N] of type WT -> [count][K][NP] floats (NP = N rounded up to NB), minus the zero
 // point of its column, zero past N. Global: (NP, K, count).
-__kernel void qmatmul_pack_b(__global const WT* b, __global const WT* bz, __global short* bp, int K, int N, int NP) {
+__kernel void qmatmul_pack_b(__global const WT* b, __global const WT* bz, __global float* bp, int K, int N, int NP) {
   const int n = get_global_id(0), k = get_global_id(1), j = get_global_id(2);
-  short v = 0;
+  float v = 0;
   if (n < N) {
 #ifdef WZ_PER_CHANNEL
-    v = (short)((int)b[((long)j * K + k) * N + n] - (int)bz[n]);
+    v = (float)((int)b[((long)j * K + k) * N + n] - (int)bz[n]);
 #else
-    v = (short)((int)b[((long)j * K + k) * N + n] - (int)bz[0]);
+    v = (float)((int)b[((long)j * K + k) * N + n] - (int)bz[0]);
 #endif
   }
   bp[((long)j * K + k) * NP + n] = v;
 }
 #endif
 
+// The epilogue of one output value: int32 sum plus the channel's bias, requantized with the
+// channel's multiplier (or raw, or real). Kernels read BIAS and MULT once per channel.
+#define FINISH(Y, o, acc, b, m) STORE_RESULT(Y, o, (acc) + (b), m, y_scale, y_zero)
+#ifdef HAS_BIAS
+#define BIAS(m) bias[m]
+#else
+#define BIAS(m) 0
+#endif
+#if defined(OUT_I32)
+#define MULT(m) 0.0f
+#define OUT_PARAMS const float y_scale = 0; const int y_zero = 0;
+#else
+#define MULT(m) out_multiplier(xs, ws, ys, m)
+#define OUT_PARAMS const float y_scale = ys[0]; const int y_zero = (int)yzp[0];
+#endif
+
 // ---- convolution ----------------------------------------------------------------------------
 #if defined(OCB) && !defined(PACK_WEIGHTS)
+#define fvec CAT(float, OCB)
 #define ivec CAT(int, OCB)
-#define svec_load CAT(vload, OCB)
+#define fvec_load CAT(vload, OCB)
 #define ivec_convert CAT(convert_int, OCB)
-#define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
+#define ivec_store CAT(vstore, OCB)
 
+#ifndef POINTWISE
+#define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
 // Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH), one work-item per OCB channels x OWB pixels of one
 // output row; X is [N][G*C_g][D][H][W], Y [N][G*M_g][OD][OH][OW]. Padding contributes nothing to
-// the sums (it stands for the zero point).
-__kernel void qconv(__global const XT* restrict X, __global const short* restrict Wp,
+// the sums (it stands for the zero point). CHUNK counts input channels between flushes.
+__kernel void qconv(__global const XT* restrict X, __global const float* restrict Wp,
                     __global const int* restrict bias, __global const float* xs, __global const XT* xz,
                     __global const float* ws, __global const float* ys, __global const YT* yzp,
                     __global YT* restrict Y, int C_g, int D, int H, int W, int M_g, int OD, int OH, int OW, int G,
@@ -150,87 +178,197 @@ __kernel void qconv(__global const XT* restrict X, __global const short* restric
   const int ng = get_global_id(2) / ohw;
   const int g = ng % G, n = ng / G;
   const int oc0 = ob * OCB;
-  const int x_zero = (int)xz[0];
+  const float x_zero = (float)xz[0];
 
   const long plane = (long)D * H * W;
   X += ((long)n * G + g) * C_g * plane;
   Wp += ((long)g * oc_blocks + ob) * C_g * (KD * KH * KW * OCB);
 
-  ivec acc[OWB];
+  ivec total[OWB];
+  fvec acc[OWB];
 #pragma unroll
-  for (int j = 0; j < OWB; ++j) acc[j] = (ivec)0;
+  for (int j = 0; j < OWB; ++j) total[j] = (ivec)0, acc[j] = (fvec)0.0f;
 
   const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
-  for (int c = 0; c < C_g; ++c) {
-    for (int kd = 0; kd < KD; ++kd) {
-      const int id = id0 + kd * DD;
-      if (id < 0 || id >= D) continue;
-      for (int kh = 0; kh < KH; ++kh) {
-        const int ih = ih0 + kh * DH;
-        if (ih < 0 || ih >= H) continue;
-        const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
-        const __global short* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
-        int seg[SPAN];
+  for (int c0 = 0; c0 < C_g; c0 += CHUNK) {
+    const int c1 = min(C_g, c0 + CHUNK);
+    for (int c = c0; c < c1; ++c) {
+      for (int kd = 0; kd < KD; ++kd) {
+        const int id = id0 + kd * DD;
+        if (id < 0 || id >= D) continue;
+        for (int kh = 0; kh < KH; ++kh) {
+          const int ih = ih0 + kh * DH;
+          if (ih < 0 || ih >= H) continue;
+          const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
+          const __global float* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
+          float seg[SPAN];
 #pragma unroll
-        for (int t = 0; t < SPAN; ++t) {
-          const int iw = iw0 + t;
-          seg[t] = iw >= 0 && iw < W ? (int)xr[iw] - x_zero : 0;
-        }
+          for (int t = 0; t < SPAN; ++t) {
+            const int iw = iw0 + t;
+            seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
+          }
 #pragma unroll
-        for (int kw = 0; kw < KW; ++kw) {
-          const ivec w = ivec_convert(svec_load(kw, wr));
+          for (int kw = 0; kw < KW; ++kw) {
+            const fvec w = fvec_load(kw, wr);
 #pragma unroll
-          for (int j = 0; j < OWB; ++j) acc[j] += (ivec)(seg[j * SW + kw * DW]) * w;
+            for (int j = 0; j < OWB; ++j) acc[j] = fma((fvec)(seg[j * SW + kw * DW]), w, acc[j]);
+          }
         }
       }
     }
+#pragma unroll
+    for (int j = 0; j < OWB; ++j) total[j] += ivec_convert(acc[j]), acc[j] = (fvec)0.0f;
   }
 
+  OUT_PARAMS
   const long oplane = (long)OD * OH * OW;
   const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
   const int pixels = min(OWB, OW - ow0), channels = min(OCB, M_g - oc0);
-#if !defined(OUT_I32)
-  const float y_scale = ys[0];
-  const int y_zero = (int)yzp[0];
-#else
-  const float y_scale = 0;
-  const int y_zero = 0;
-#endif
+  int r[OWB][OCB];
+#pragma unroll
+  for (int j = 0; j < OWB; ++j) ivec_store(total[j], 0, r[j]);
   for (int c = 0; c < channels; ++c) {
     const int m = g * M_g + oc0 + c;
-#ifdef HAS_BIAS
-    const int b = bias[m];
-#else
-    const int b = 0;
-#endif
-#if !defined(OUT_I32)
-    const float mult = out_multiplier(xs, ws, ys, m);
-#else
-    const float mult = 0;
-#endif
-    int a[OWB];
-#pragma unroll
-    for (int j = 0; j < OWB; ++j) {
-      int r[OCB];
-      CAT(vstore, OCB)(acc[j], 0, r);
-      a[j] = r[c];
-    }
+    const int b = BIAS(m);
+    const float mult = MULT(m);
 #pragma unroll
     for (int j = 0; j < OWB; ++j)
-      if (j < pixels) STORE_RESULT(Y, y0 + c * oplane + j, a[j] + b, mult, y_scale, y_zero);
+      if (j < pixels) FINISH(Y, y0 + c * oplane + j, r[j][c], b, mult);
   }
 }
+#else  // POINTWISE
+#define pvec CAT(float, PXB)
+#define pivec CAT(int, PXB)
+#define pconvert CAT(convert_float, PXB)
+#define piconvert CAT(convert_int, PXB)
+#define pload CAT(vload, PXB)
+#define pistore CAT(vstore, PXB)
+// 1x1 convs (stride 1, no padding): P = pixels per image; one work-item per OCB channels x PXB
+// consecutive pixels, vectors along the pixels. Global: (oc_blocks, ceil(P/PXB), N*G).
+__kernel void qconv_pointwise(__global const XT* restrict X, __global const float* restrict Wp,
+                              __global const int* restrict bias, __global const float* xs, __global const XT* xz,
+                              __global const float* ws, __global const float* ys, __global const YT* yzp,
+                              __global YT* restrict Y, int C_g, int P, int M_g, int G, int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int p0 = get_global_id(1) * PXB;
+  if (ob >= oc_blocks || p0 >= P) return;
+  const int ng = get_global_id(2);
+  const int g = ng % G, n = ng / G;
+  const int oc0 = ob * OCB;
+  const float x_zero = (float)xz[0];
+  X += ((long)n * G + g) * C_g * (long)P + p0;
+  Wp += ((long)g * oc_blocks + ob) * C_g * OCB;
+  const bool full = p0 + PXB <= P;
+
+  pivec total[OCB];
+  pvec acc[OCB];
+#pragma unroll
+  for (int k = 0; k < OCB; ++k) total[k] = (pivec)0, acc[k] = (pvec)0.0f;
+  for (int c0 = 0; c0 < C_g; c0 += CHUNK) {
+    const int c1 = min(C_g, c0 + CHUNK);
+    for (int c = c0; c < c1; ++c) {
+      const __global XT* xr = X + (long)c * P;
+      pvec x;
+      if (full) {
+        x = pconvert(pload(0, xr)) - x_zero;
+      } else {
+        float t[PXB];
+#pragma unroll
+        for (int q = 0; q < PXB; ++q) t[q] = p0 + q < P ? (float)xr[q] - x_zero : 0.0f;
+        x = pload(0, t);
+      }
+      const fvec w = fvec_load(c, Wp);
+      float wl[OCB];
+      CAT(vstore, OCB)(w, 0, wl);
+#pragma unroll
+      for (int k = 0; k < OCB; ++k) acc[k] = fma(x, (pvec)(wl[k]), acc[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < OCB; ++k) total[k] += piconvert(acc[k]), acc[k] = (pvec)0.0f;
+  }
+
+  OUT_PARAMS
+  const int channels = min(OCB, M_g - oc0), pixels = min(PXB, P - p0);
+  const long y0 = (((long)n * G + g) * M_g + oc0) * (long)P + p0;
+  for (int k = 0; k < channels; ++k) {
+    int r[PXB];
+    pistore(total[k], 0, r);
+    const int m = g * M_g + oc0 + k;
+    const int b = BIAS(m);
+    const float mult = MULT(m);
+    for (int q = 0; q < pixels; ++q) FINISH(Y, y0 + (long)k * P + q, r[q], b, mult);
+  }
+}
+#endif  // POINTWISE
 #endif  // OCB
+
+// ---- depthwise convolution --------------------------------------------------------------------
+#if defined(DEPTHWISE) && !defined(PACK_WEIGHTS)
+#define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
+// One input channel per group and one output channel per group: a work-item computes OWB
+// consecutive pixels of one output row of one channel. Weights [C][KD*KH*KW] floats (zero point
+// subtracted). Global: (ceil(OW/OWB), OD*OH, N*C).
+__kernel void qconv_depthwise(__global const XT* restrict X, __global const float* restrict Wp,
+                              __global const int* restrict bias, __global const float* xs, __global const XT* xz,
+                              __global const float* ws, __global const float* ys, __global const YT* yzp,
+                              __global YT* restrict Y, int C, int D, int H, int W, int OD, int OH, int OW, int pad_d,
+                              int pad_h, int pad_w) {
+  const int ow0 = get_global_id(0) * OWB;
+  const int odh = get_global_id(1);
+  const int nc = get_global_id(2);
+  if (ow0 >= OW) return;
+  const int od = odh / OH, oh = odh % OH, c = nc % C;
+  const float x_zero = (float)xz[0];
+  X += (long)nc * D * H * W;
+  Wp += (long)c * (KD * KH * KW);
+  float acc[OWB];
+#pragma unroll
+  for (int j = 0; j < OWB; ++j) acc[j] = 0.0f;
+  const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
+  for (int kd = 0; kd < KD; ++kd) {
+    const int id = id0 + kd * DD;
+    if (id < 0 || id >= D) continue;
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = ih0 + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const __global XT* xr = X + ((long)id * H + ih) * W;
+      float seg[SPAN];
+#pragma unroll
+      for (int t = 0; t < SPAN; ++t) {
+        const int iw = iw0 + t;
+        seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
+      }
+      const __global float* wr = Wp + (kd * KH + kh) * KW;
+#pragma unroll
+      for (int kw = 0; kw < KW; ++kw) {
+        const float w = wr[kw];
+#pragma unroll
+        for (int j = 0; j < OWB; ++j) acc[j] = fma(seg[j * SW + kw * DW], w, acc[j]);
+      }
+    }
+  }
+  OUT_PARAMS
+  const long y0 = (long)nc * OD * OH * OW + (long)odh * OW + ow0;
+  const int pixels = min(OWB, OW - ow0);
+  const int b = BIAS(c);
+  const float mult = MULT(c);
+#pragma unroll
+  for (int j = 0; j < OWB; ++j)
+    if (j < pixels) FINISH(Y, y0 + j, (int)acc[j], b, mult);
+}
+#endif  // DEPTHWISE
 
 // ---- matrix product -------------------------------------------------------------------------
 #if defined(NB) && !defined(PACK_WEIGHTS)
-#define nvec CAT(int, NB)
+#define nvec CAT(float, NB)
+#define nivec CAT(int, NB)
 #define nvec_load CAT(vload, NB)
-#define nvec_convert CAT(convert_int, NB)
+#define nivec_convert CAT(convert_int, NB)
 
-// Y[b] = A[b] (M x K, rows at a_off[b]) x Bp[b_index[b]] (K x NP packed shorts), per output column
-// requantized. Global: (NP/NB, ceil(M/MB), batch); `offs` holds per batch a_off, b_index.
-__kernel void qmatmul(__global const XT* restrict A, __global const short* restrict Bp,
+// Y[b] = A[b] (M x K, rows at a_off[b]) x Bp[b_index[b]] (K x NP packed floats), per output column
+// requantized. Global: (NP/NB, ceil(M/MB), batch); `offs` holds per batch a_off, b_index. CHUNK
+// counts k steps between flushes.
+__kernel void qmatmul(__global const XT* restrict A, __global const float* restrict Bp,
                       __global const int* restrict bias, __global const float* xs, __global const XT* az,
                       __global const float* ws, __global const float* ys, __global const YT* yzp,
                       __global YT* restrict Y, __global const long* offs, int M, int N, int K, int NP) {
@@ -238,50 +376,39 @@ __kernel void qmatmul(__global const XT* restrict A, __global const short* restr
   if (m0 >= M) return;
   const int n0 = nb * NB;
   const __global XT* a = A + offs[2 * bt];
-  const __global short* bp = Bp + offs[2 * bt + 1] * K * NP + n0;
-  const int a_zero = (int)az[0];
+  const __global float* bp = Bp + offs[2 * bt + 1] * K * NP + n0;
+  const float a_zero = (float)az[0];
   const int rows = min(MB, M - m0);
 
+  nivec total[MB];
   nvec acc[MB];
 #pragma unroll
-  for (int i = 0; i < MB; ++i) acc[i] = (nvec)0;
-  for (int k = 0; k < K; ++k) {
-    const nvec w = nvec_convert(nvec_load(0, bp + (long)k * NP));
+  for (int i = 0; i < MB; ++i) total[i] = (nivec)0, acc[i] = (nvec)0.0f;
+  for (int k0 = 0; k0 < K; k0 += CHUNK) {
+    const int k1 = min(K, k0 + CHUNK);
+    for (int k = k0; k < k1; ++k) {
+      const nvec w = nvec_load(0, bp + (long)k * NP);
 #pragma unroll
-    for (int i = 0; i < MB; ++i) {
-      const int row = min(m0 + i, M - 1);
-      acc[i] += (nvec)((int)a[(long)row * K + k] - a_zero) * w;
-    }
-  }
-
-#if !defined(OUT_I32)
-  const float y_scale = ys[0];
-  const int y_zero = (int)yzp[0];
-#else
-  const float y_scale = 0;
-  const int y_zero = 0;
-#endif
-  const int cols = min(NB, N - n0);
-  for (int c = 0; c < cols; ++c) {
-    const int col = n0 + c;
-#ifdef HAS_BIAS
-    const int b = bias[col];
-#else
-    const int b = 0;
-#endif
-#if !defined(OUT_I32)
-    const float mult = out_multiplier(xs, ws, ys, col);
-#else
-    const float mult = 0;
-#endif
-#pragma unroll
-    for (int i = 0; i < MB; ++i) {
-      if (i < rows) {
-        int r[NB];
-        CAT(vstore, NB)(acc[i], 0, r);
-        STORE_RESULT(Y, (long)bt * M * N + (long)(m0 + i) * N + col, r[c] + b, mult, y_scale, y_zero);
+      for (int i = 0; i < MB; ++i) {
+        const int row = min(m0 + i, M - 1);
+        acc[i] = fma((nvec)((float)a[(long)row * K + k] - a_zero), w, acc[i]);
       }
     }
+#pragma unroll
+    for (int i = 0; i < MB; ++i) total[i] += nivec_convert(acc[i]), acc[i] = (nvec)0.0f;
+  }
+
+  OUT_PARAMS
+  const int cols = min(NB, N - n0);
+  int bs[NB];
+  float ms[NB];
+  for (int c = 0; c < cols; ++c) bs[c] = BIAS(n0 + c), ms[c] = MULT(n0 + c);
+#pragma unroll
+  for (int i = 0; i < MB; ++i) {
+    if (i >= rows) continue;
+    int r[NB];
+    CAT(vstore, NB)(total[i], 0, r);
+    for (int c = 0; c < cols; ++c) FINISH(Y, (long)bt * M * N + (long)(m0 + i) * N + n0 + c, r[c], bs[c], ms[c]);
   }
 }
 #endif  // NB

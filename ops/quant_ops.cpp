@@ -310,21 +310,50 @@ ProductArgs product_args(BuildContext& ctx, int64_t channels) {
 }
 
 // Constant weights [rows][K] of an 8-bit type, minus their zero point (per row when the zero point
-// has `rows` values), as shorts in the layout `index(row, k)` of a buffer of `size` elements.
+// has `rows` values), as floats (exact small integers) in the layout `index(row, k)` of a buffer of
+// `size` elements. *max_abs gets the largest |w - zero point|.
 template <typename Index>
-std::vector<int16_t> pack_shorts(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K, size_t size,
-                                 Index index) {
-  std::vector<int16_t> p(size, 0);
+std::vector<float> pack_weights(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K, size_t size, Index index,
+                                int64_t* max_abs) {
+  std::vector<float> p(size, 0.0f);
+  *max_abs = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : r) : 0;
-    for (int64_t k = 0; k < K; ++k)
-      p[index(r, k)] = static_cast<int16_t>(host_get_i(w, r * K + k) - z);
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t v = host_get_i(w, r * K + k) - z;
+      *max_abs = std::max<int64_t>(*max_abs, v < 0 ? -v : v);
+      p[index(r, k)] = static_cast<float>(v);
+    }
   }
   return p;
 }
 
-cl_mem upload_shorts(BuildContext& ctx, const std::vector<int16_t>& v) {
-  return ctx.params(v.data(), v.size() * sizeof(int16_t));
+// The largest |x - x_zero_point| the input can hold: from a constant zero point, else the type's
+// worst case.
+int64_t max_input_magnitude(const OpContext& ctx, int x_slot, int zero_slot) {
+  int lo, hi;
+  quantized_range(ctx.in_type(x_slot), &lo, &hi);
+  if (zero_slot < 0 || !ctx.has_input(zero_slot)) return std::max(-lo, hi);
+  if (!ctx.is_const(zero_slot)) return hi - lo;
+  const int64_t z = host_get_i(ctx.in_data(zero_slot), 0);
+  return std::max<int64_t>(z - lo, hi - z);
+}
+
+// Reduction steps of `products_per_step` products of at most max_x * max_w each that float sums
+// hold exactly (below 2^24); fails when not even one step fits.
+int exact_chunk(const OpContext& ctx, int64_t products_per_step, int64_t max_x, int64_t max_w) {
+  const int64_t per_step = std::max<int64_t>(1, products_per_step * max_x * std::max<int64_t>(1, max_w));
+  const int64_t chunk = ((int64_t{1} << 24) - 1) / per_step;
+  if (chunk < 1)
+    ctx.unsupported("a " + std::to_string(products_per_step) +
+                    "-tap window is too large for the integer kernels' exact accumulation");
+  return static_cast<int>(std::min<int64_t>(chunk, 1 << 20));
+}
+
+int64_t product_of(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
 }
 
 // ---- QLinearConv / ConvInteger -------------------------------------------------------------
@@ -367,34 +396,68 @@ void qconv_build(BuildContext& ctx) {
   const int64_t C_g = s.C / s.G, M_g = s.M / s.G;
   const auto in3 = to3(s.w.in, 1), out3 = to3(s.w.out, 1), k3 = to3(s.w.k, 1), st3 = to3(s.w.s, 1),
              d3 = to3(s.w.d, 1), pb3 = to3(s.w.pb, 0);
-  const int ocb = M_g >= 12 ? 16 : (M_g >= 6 ? 8 : 4);
-  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
-  const int64_t blocks = (M_g + ocb - 1) / ocb, K = C_g * k3[0] * k3[1] * k3[2];
-  std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + a.opts;
+  const int64_t taps = k3[0] * k3[1] * k3[2], K = C_g * taps;
+  std::string window;
   const char* axes[] = {"D", "H", "W"};
   for (int i = 0; i < 3; ++i)
-    opts += std::string(" -DK") + axes[i] + "=" + std::to_string(k3[i]) + " -DS" + axes[i] + "=" +
-            std::to_string(st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d3[i]);
+    window += std::string(" -DK") + axes[i] + "=" + std::to_string(k3[i]) + " -DS" + axes[i] + "=" +
+              std::to_string(st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d3[i]);
+  const int64_t max_x = max_input_magnitude(ctx, q.x, q.xz);
+  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
+  const bool const_w = ctx.is_const(q.w) && wz_const;
+  const Tensor* zp = has(ctx, q.wz) && wz_const ? &ctx.in_data(q.wz) : nullptr;
+  int64_t max_w = 255;
+  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
 
+  // Depthwise: one channel in and out per group, weights [C][taps].
+  if (const_w && C_g == 1 && M_g == 1 && s.G > 1 && taps * max_x * 255 < (int64_t{1} << 24)) {
+    cl_mem wp = ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, s.M, taps, static_cast<size_t>(s.M * taps),
+                                                 [&](int64_t m, int64_t k) { return static_cast<size_t>(m * taps + k); },
+                                                 &max_w));
+    ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=" + std::to_string(owb) + window + a.opts,
+               {static_cast<size_t>((out3[2] + owb - 1) / owb), static_cast<size_t>(out3[0] * out3[1]),
+                static_cast<size_t>(s.N * s.G)},
+               {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(s.G),
+               i32(in3[0]), i32(in3[1]), i32(in3[2]), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(pb3[0]),
+               i32(pb3[1]), i32(pb3[2]));
+    return;
+  }
+
+  const int ocb = M_g >= 12 ? 16 : (M_g >= 6 ? 8 : 4);
+  const int64_t blocks = (M_g + ocb - 1) / ocb;
   const size_t packed = static_cast<size_t>(s.G * blocks * K * ocb);
   cl_mem wp;
-  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
-  if (ctx.is_const(q.w) && wz_const) {
-    const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
-    wp = upload_shorts(ctx, pack_shorts(ctx.in_data(q.w), zp, s.M, K, packed, [&](int64_t m, int64_t k) {
-      const int64_t g = m / M_g, oc = m % M_g;
-      return static_cast<size_t>(((g * blocks + oc / ocb) * K + k) * ocb + oc % ocb);
-    }));
+  if (const_w) {
+    wp = ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, s.M, K, packed,
+                                          [&](int64_t m, int64_t k) {
+                                            const int64_t g = m / M_g, oc = m % M_g;
+                                            return static_cast<size_t>(((g * blocks + oc / ocb) * K + k) * ocb + oc % ocb);
+                                          },
+                                          &max_w));
   } else {
     const DType wt = ctx.in_type(q.w);
-    wp = ctx.scratch(DType::Int16, {static_cast<int64_t>(packed)}).mem;
+    wp = ctx.scratch(DType::Float32, {static_cast<int64_t>(packed)}).mem;
     const bool per = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
     ctx.launch("quant", "qconv_pack_weights",
                "-DPACK_WEIGHTS -DOCB=" + std::to_string(ocb) + " -DWT=" + cl_type(wt) + (per ? " -DWZ_PER_CHANNEL" : ""),
                {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(q.w),
                has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, wp, i32(M_g), i32(K), i32(blocks));
   }
-  ctx.launch("quant", "qconv", opts,
+  const bool pointwise = taps == 1 && product_of(s.w.s) == 1 &&
+                         std::all_of(s.w.pb.begin(), s.w.pb.end(), [](int64_t p) { return p == 0; }) &&
+                         std::all_of(s.w.pe.begin(), s.w.pe.end(), [](int64_t p) { return p == 0; });
+  const std::string chunk = " -DCHUNK=" + std::to_string(exact_chunk(ctx, taps, max_x, max_w));
+  if (pointwise) {
+    const int64_t P = out3[0] * out3[1] * out3[2];
+    const int pxb = P >= 16 ? 16 : 8;
+    ctx.launch("quant", "qconv_pointwise",
+               "-DPOINTWISE -DOCB=" + std::to_string(ocb) + " -DPXB=" + std::to_string(pxb) + chunk + a.opts,
+               {static_cast<size_t>(blocks), static_cast<size_t>((P + pxb - 1) / pxb), static_cast<size_t>(s.N * s.G)},
+               {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C_g), i32(P),
+               i32(M_g), i32(s.G), i32(blocks));
+    return;
+  }
+  ctx.launch("quant", "qconv", "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + window + chunk + a.opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
               static_cast<size_t>(s.N * s.G * out3[0] * out3[1])},
              {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C_g),
@@ -431,21 +494,24 @@ void qmatmul_build(BuildContext& ctx) {
   cl_mem bp;
   const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
   const bool per_col = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
+  int64_t max_w = 255;
   if (ctx.is_const(q.w) && wz_const) {
     // Packed per matrix j as [K][NP]: rows of the pack are the columns n of B.
     const Tensor& b = ctx.in_data(q.w);
-    std::vector<int16_t> p(packed, 0);
+    std::vector<float> p(packed, 0.0f);
+    max_w = 0;
     for (int64_t j = 0; j < count; ++j)
       for (int64_t k = 0; k < s.K; ++k)
         for (int64_t n = 0; n < s.N; ++n) {
           const int64_t z = has(ctx, q.wz) ? host_get_i(ctx.in_data(q.wz), per_col ? n : 0) : 0;
-          p[static_cast<size_t>((j * s.K + k) * NP + n)] =
-              static_cast<int16_t>(host_get_i(b, (j * s.K + k) * s.N + n) - z);
+          const int64_t v = host_get_i(b, (j * s.K + k) * s.N + n) - z;
+          max_w = std::max<int64_t>(max_w, v < 0 ? -v : v);
+          p[static_cast<size_t>((j * s.K + k) * NP + n)] = static_cast<float>(v);
         }
-    bp = upload_shorts(ctx, p);
+    bp = ctx.constant_floats(p);
   } else {
     const DType wt = ctx.in_type(q.w);
-    bp = ctx.scratch(DType::Int16, {static_cast<int64_t>(packed)}).mem;
+    bp = ctx.scratch(DType::Float32, {static_cast<int64_t>(packed)}).mem;
     ctx.launch("quant", "qmatmul_pack_b", std::string("-DPACK_WEIGHTS -DWT=") + cl_type(wt) + (per_col ? " -DWZ_PER_CHANNEL" : ""),
                {static_cast<size_t>(NP), static_cast<size_t>(s.K), static_cast<size_t>(count)}, {}, ctx.in_buf(q.w),
                has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, bp, i32(s.K), i32(s.N), i32(NP));
@@ -457,7 +523,8 @@ void qmatmul_build(BuildContext& ctx) {
     offs[2 * i + 1] = s.b_batch.empty() ? 0 : broadcast_index(s.batch, s.b_batch, i);
   }
   cl_mem om = ctx.params(offs.data(), offs.size() * sizeof(int64_t));
-  const std::string opts = "-DNB=" + std::to_string(nb) + " -DMB=" + std::to_string(mb) + a.opts;
+  const std::string opts = "-DNB=" + std::to_string(nb) + " -DMB=" + std::to_string(mb) + " -DCHUNK=" +
+                           std::to_string(exact_chunk(ctx, 1, max_input_magnitude(ctx, q.x, q.xz), max_w)) + a.opts;
   ctx.launch("quant", "qmatmul", opts,
              {static_cast<size_t>(NP / nb), static_cast<size_t>((s.M + mb - 1) / mb), static_cast<size_t>(batch)},
              {1, 1, 1}, ctx.in_buf(q.x), bp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), om, i32(s.M),

@@ -74,7 +74,7 @@ expect 1 "cannot open" -- $w/good.onnx --input x=$w/missing.npy --output-dir $w/
 expect 1 "cannot read image" -- $w/good.onnx $w/notanimage.jpg
 expect 1 "cannot read image" -- $w/good.onnx $w/truncated.png
 expect 1 "cannot read image" -- $w/good.onnx $w/missing.jpg
-expect 2 "--precision must be fp32 or fp16, got 'fp8'" -- $w/good.onnx --precision fp8 --input x=$w/x.npy --output-dir $w/o
+expect 2 "--precision must be fp32, fp16 or int8, got 'fp8'" -- $w/good.onnx --precision fp8 --input x=$w/x.npy --output-dir $w/o
 expect 2 "'NoSuchOp' is not an operator" -- $w/good.onnx --precision fp16 --fp32-ops Relu,NoSuchOp --input x=$w/x.npy --output-dir $w/o
 expect 2 "--fp32-ops applies with --precision fp16" -- $w/good.onnx --fp32-ops Relu --input x=$w/x.npy --output-dir $w/o
 expect 2 "--check-precision takes fp16" -- $w/good.onnx --check-precision int8
@@ -85,6 +85,32 @@ expect 2 "--budget needs a number of seconds" -- tune $w/good.onnx --budget abc
 expect 2 "tune: only model, inputs and planning options" -- tune $w/good.onnx --bench
 expect 2 "would throw the results away" -- tune $w/good.onnx --tuning-cache off
 expect 1 "cannot open model" -- tune $w/missing.onnx
+# Quantization: bad command lines, a model that is not fp32, folders without images.
+mkdir -p $w/noimages $w/calib && echo hello > $w/noimages/a.jpg
+/usr/bin/python3 - $w/calib <<'PY'
+import sys, zlib, struct
+def png(path, seed):  # a 6x6 RGB PNG, no dependencies
+    raw = b"".join(b"\x00" + bytes((seed * 37 + x * 11 + y * 7 + c * 3) % 256 for x in range(6) for c in range(3)) for y in range(6))
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 6, 6, 8, 2, 0, 0, 0))
+                           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+for k in range(3): png(f"{sys.argv[1]}/p{k}.png", k)
+PY
+expect 2 "quantize: no model given" -- quantize
+expect 2 "no output file given" -- quantize $w/conv.onnx --calibration $w/calib
+expect 2 "no calibration images given" -- quantize $w/conv.onnx -o $w/q.onnx
+expect 2 "--method must be minmax, percentile or entropy" -- quantize $w/conv.onnx --calibration $w/calib -o $w/q.onnx --method best
+expect 1 "no readable image" -- quantize $w/conv.onnx --calibration $w/noimages -o $w/q.onnx --size 0 --crop 4
+expect 1 "is not a folder" -- quantize $w/conv.onnx --calibration $w/missing -o $w/q.onnx
+expect 1 "needs calibration images: add --calibration DIR" -- $w/conv.onnx --precision int8 --input x=$w/x.npy --output-dir $w/o
+expect 2 "apply to --precision int8" -- $w/conv.onnx --calibration $w/calib --input x=$w/x.npy --output-dir $w/o
+expect 1 "does not have" -- quantize $w/conv.onnx --calibration $w/calib -o $w/q.onnx --size 0 --crop 4 --exclude nope
+# A real quantization of the conv model: the written model runs, and is reported as quantized.
+if "$bin" quantize $w/conv.onnx --calibration $w/calib -o $w/q.onnx --size 0 --crop 4 >/dev/null 2>&1 \
+   && "$bin" $w/q.onnx --input x=$w/x.npy --output-dir $w/oq 2>/dev/null && [ -f $w/oq/y.npy ]; then
+  echo "ok: quantize writes a model that runs"
+else echo "FAIL: quantize end to end"; fail=$((fail+1)); fi
+expect 1 "already quantized" -- quantize $w/q.onnx --calibration $w/calib -o $w/q2.onnx --size 0 --crop 4
 # tune writes its cache; a corrupt cache is a notice, not an error; two tuners at once leave a
 # well-formed file.
 "$bin" tune $w/conv.onnx --tuning-cache $w/tc.tsv >/dev/null 2>&1 && head -1 $w/tc.tsv | grep -q "ocl-infer tuning cache v1" \

@@ -537,3 +537,132 @@ TEST(Quant, QLinearConcatRequantizesEachOperand) {
   }
   EXPECT_EQ(bad, 0);
 }
+
+namespace {
+
+// An fp32 model with every kind of quantized op: Conv+Relu, a 1x1 Conv, a residual Add+Relu,
+// MaxPool, GlobalAveragePool, Flatten, Gemm; written to a temporary file.
+std::string write_fp32_model(std::mt19937& rng, const std::string& path) {
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 3, 12, 12});
+  m.initializer("w1", random_tensor({8, 3, 3, 3}, rng, -0.5f, 0.5f)).initializer("b1", random_tensor({8}, rng));
+  m.initializer("w2", random_tensor({8, 8, 1, 1}, rng, -0.5f, 0.5f)).initializer("b2", random_tensor({8}, rng));
+  m.initializer("wf", random_tensor({5, 8}, rng)).initializer("bf", random_tensor({5}, rng));
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"});
+  c1.set_name("conv1");
+  attr_ints(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  m.node("Conv", {"r1", "w2", "b2"}, {"c2"}).set_name("conv2");
+  m.node("Add", {"c2", "r1"}, {"s"});
+  m.node("Relu", {"s"}, {"r2"});
+  auto& mp = m.node("MaxPool", {"r2"}, {"p"});
+  attr_ints(mp, "kernel_shape", {2, 2});
+  attr_ints(mp, "strides", {2, 2});
+  m.node("GlobalAveragePool", {"p"}, {"g"});
+  m.node("Flatten", {"g"}, {"f"});
+  auto& fc = m.node("Gemm", {"f", "wf", "bf"}, {"y"});
+  fc.set_name("fc");
+  attr_i(fc, "transB", 1);
+  m.output("y");
+  const std::string b = m.bytes();
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return "";
+  std::fwrite(b.data(), 1, b.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+int count_ops(const onnx::ModelProto& m, const std::string& op) {
+  int n = 0;
+  for (auto& node : m.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+}  // namespace
+
+TEST(Quantizer, WritesAQdqModelThatRunsInIntegerKernels) {
+  std::mt19937 rng(31);
+  const std::string path = write_fp32_model(rng, ::testing::TempDir() + "/quant_fp32.onnx");
+  ASSERT_FALSE(path.empty());
+  std::vector<std::map<std::string, Tensor>> calib;
+  for (int k = 0; k < 6; ++k) calib.push_back({{"x", random_tensor({1, 3, 12, 12}, rng, -1, 1)}});
+  ocl_infer::QuantizeReport rep;
+  const std::string bytes = ocl_infer::quantize_model(path, calib, {}, &rep);
+  EXPECT_EQ(rep.calibration_inputs, 6u);
+  EXPECT_EQ(rep.weights_quantized, 3);
+  EXPECT_EQ(rep.biases_quantized, 3);
+  EXPECT_TRUE(rep.float_nodes.empty());
+
+  onnx::ModelProto q;
+  ASSERT_TRUE(q.ParseFromString(bytes));
+  // x, r1, c2, r2, p (MaxPool: r2's parameters), g, f (Flatten: g's), y: 8 activations; 3 weights
+  // and 3 biases dequantized.
+  EXPECT_EQ(count_ops(q, "QuantizeLinear"), 8);
+  EXPECT_EQ(count_ops(q, "DequantizeLinear"), 14);
+  EXPECT_EQ(count_ops(q, "Conv"), 2);
+  for (auto& init : q.graph().initializer()) {
+    if (init.name() == "w1_quantized") {
+      EXPECT_EQ(init.data_type(), static_cast<int>(DType::Int8));
+      EXPECT_EQ(init.dims_size(), 4);
+    }
+    if (init.name() == "b1_quantized") {
+      EXPECT_EQ(init.data_type(), static_cast<int>(DType::Int32));
+    }
+    if (init.name() == "w1_scale") {
+      EXPECT_EQ(init.dims(0), 8) << "per-channel weight scales";
+    }
+  }
+  for (auto& node : q.graph().node())
+    if (node.op_type() == "DequantizeLinear" && node.input(0) == "w1_quantized") {
+      ASSERT_EQ(node.attribute_size(), 1);
+      EXPECT_EQ(node.attribute(0).name(), "axis");
+      EXPECT_EQ(node.attribute(0).i(), 0);
+    }
+
+  // The written model runs fully fused, close to the fp32 model.
+  auto qs = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+  auto fs = ocl_infer::Session::from_file(path);
+  Tensor x = random_tensor({1, 3, 12, 12}, rng, -1, 1);
+  const Tensor yq = qs.run({{"x", x}})["y"], yf = fs.run({{"x", x}})["y"];
+  ASSERT_EQ(yq.shape, yf.shape);
+  double mx = 0, err = 0;
+  for (int64_t i = 0; i < yf.numel(); ++i) {
+    mx = std::max<double>(mx, std::fabs(yf.data<float>()[i]));
+    err = std::max<double>(err, std::fabs(yf.data<float>()[i] - yq.data<float>()[i]));
+  }
+  EXPECT_LE(err, 0.05 * mx) << "int8 output far from fp32";
+  const std::string plan = qs.dump("plan");
+  EXPECT_NE(plan.find("quant:qconv"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("quant:qmatmul"), std::string::npos) << plan;
+  size_t ternary = 0;
+  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++ternary;
+  EXPECT_EQ(ternary, 2u) << "only the input's Q and the output's DQ should run on their own:\n" << plan;
+  EXPECT_TRUE(ocl_infer::model_is_quantized(::testing::TempDir() + "/quant_fp32.onnx") == false);
+
+  // The other calibration methods clip the ranges inside the extremes; exclusion keeps a node in
+  // float; an already quantized model and an empty calibration set are errors.
+  for (const char* method : {"percentile", "entropy"}) {
+    ocl_infer::QuantizeOptions o;
+    o.method = method;
+    ocl_infer::QuantizeReport r2;
+    ocl_infer::quantize_model(path, calib, o, &r2);
+    ASSERT_EQ(r2.activations.size(), rep.activations.size()) << method;
+    for (size_t k = 0; k < rep.activations.size(); ++k)
+      EXPECT_LE(r2.activations[k].scale, rep.activations[k].scale * 1.0001f) << method << " " << rep.activations[k].tensor;
+  }
+  ocl_infer::QuantizeOptions ex;
+  ex.exclude_nodes = {"fc"};
+  ocl_infer::QuantizeReport r3;
+  ocl_infer::quantize_model(path, calib, ex, &r3);
+  EXPECT_EQ(r3.weights_quantized, 2);
+  ASSERT_EQ(r3.float_nodes.size(), 1u);
+  EXPECT_EQ(r3.float_nodes[0], "fc (Gemm)");
+  EXPECT_THROW(ocl_infer::quantize_model(path, {}, {}), ocl_infer::InputError);
+  const std::string qpath = ::testing::TempDir() + "/quant_int8.onnx";
+  FILE* f = std::fopen(qpath.c_str(), "wb");
+  ASSERT_TRUE(f);
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  EXPECT_TRUE(ocl_infer::model_is_quantized(qpath));
+  EXPECT_THROW(ocl_infer::quantize_model(qpath, calib, {}), ocl_infer::ModelError);
+}

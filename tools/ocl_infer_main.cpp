@@ -18,7 +18,9 @@
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "tools/cli_io.hpp"
+#include "tools/cli_parse.hpp"
 #include "tools/precision_check.hpp"
+#include "tools/quantize_cli.hpp"
 #include "tools/profile_report.hpp"
 
 namespace {
@@ -36,11 +38,14 @@ const char* kUsage = R"(usage:
                                                       gemm, pool and norm problem of the model on
                                                       this device and save the fastest to the
                                                       tuning cache (later runs use them)
+  ocl-infer quantize MODEL.onnx --calibration DIR -o OUT.onnx [options]
+                                                      write an int8 QDQ model calibrated on the
+                                                      images in DIR (ocl-infer quantize --help)
   ocl-infer --list-devices
   ocl-infer --list-variants                           kernel variants and their parameters
 
-A first argument that is exactly "tune" is the subcommand; to run a model file named "tune",
-write ./tune.
+A first argument that is exactly "tune" or "quantize" is the subcommand; to run a model file of
+that name, write ./tune or ./quantize.
 
 options:
   --device INDEX|NAME   OpenCL device (default: first GPU/accelerator, else the CPU device)
@@ -66,8 +71,12 @@ options:
   --check-precision fp16  run in fp32 and in fp16 on the same inputs (--input files, the first
                         image, or random data) and compare every executed node's output: max abs
                         and relative error, cosine; flags nodes above --threshold (default 1e-2)
-  --precision fp32|fp16 storage of the tensors inside the model (fp16: half the memory and
-                        bytes moved; arithmetic and accumulation stay fp32; default fp32)
+  --precision fp32|fp16|int8 storage of the tensors inside the model (fp16: half the memory and
+                        bytes moved; arithmetic and accumulation stay fp32; default fp32).
+                        int8: a quantized (QDQ / QOperator) model runs in int8 anyway; an fp32
+                        model is first quantized in memory as `ocl-infer quantize` would, on the
+                        images of --calibration DIR (with --max-images, --method, --per-tensor,
+                        --exclude as there)
   --fp32-ops OP,...     with fp16: keep these op types' tensors in fp32 (e.g. Softmax)
   --max-memory BYTES    memory the session may use, e.g. 2G (default: the device's global memory,
                         or what the host can still give this process when that is less)
@@ -96,9 +105,9 @@ profiling and benchmarking (inputs: --input files, the first image, or random da
   --version, --help
 )";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using cli::UsageError;
+using cli::parse_floats3;
+using cli::parse_int;
 
 const char* precision_name(ocl_infer::Precision p) { return p == ocl_infer::Precision::Float16 ? "fp16" : "fp32"; }
 
@@ -119,6 +128,8 @@ struct Args {
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   std::vector<std::string> fp32_ops;
   bool check_precision = false;     // --check-precision fp16
+  bool int8 = false;                // --precision int8
+  cli::QuantizeArgs quant;          // its calibration (--calibration DIR, ...)
   double threshold = 1e-2;          // --threshold
   bool crop_given = false;
   cli::Preprocess pre;
@@ -134,27 +145,6 @@ struct Args {
            !profile_html.empty();
   }
 };
-
-void parse_floats3(const std::string& flag, const std::string& v, float out[3]) {
-  std::stringstream ss(v);
-  std::string item;
-  int n = 0;
-  while (std::getline(ss, item, ',')) {
-    if (n == 3) throw UsageError(flag + " takes three comma-separated numbers");
-    char* end = nullptr;
-    out[n++] = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end) throw UsageError(flag + ": '" + item + "' is not a number");
-  }
-  if (n != 3) throw UsageError(flag + " takes three comma-separated numbers");
-}
-
-int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < lo || x > hi)
-    throw UsageError(flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'");
-  return static_cast<int>(x);
-}
 
 // "4096", "512K", "1.5G" -> bytes (K, M, G, T are powers of 1024).
 uint64_t parse_bytes(const std::string& flag, const std::string& v) {
@@ -207,7 +197,8 @@ Args parse(int argc, char** argv) {
       const std::string v = value();
       if (v == "fp32") a.precision = ocl_infer::Precision::Float32;
       else if (v == "fp16") a.precision = ocl_infer::Precision::Float16;
-      else throw UsageError("--precision must be fp32 or fp16, got '" + v + "'");
+      else if (v == "int8") a.int8 = true;
+      else throw UsageError("--precision must be fp32, fp16 or int8, got '" + v + "'");
     } else if (s == "--fp32-ops") {
       const auto known = ocl_infer::supported_operators();
       std::stringstream ss(value());
@@ -239,25 +230,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--labels") a.labels = value();
     else if (s == "--top") a.top = parse_int(s, value(), 1, 100000);
     else if (s == "--json") a.json = true;
-    else if (s == "--size") a.pre.resize = parse_int(s, value(), 0, 16384);
-    else if (s == "--crop") {
-      a.pre.crop = parse_int(s, value(), 1, 16384);
-      a.crop_given = true;
-    } else if (s == "--mean") parse_floats3(s, value(), a.pre.mean);
-    else if (s == "--std") {
-      parse_floats3(s, value(), a.pre.std);
-      for (float f : a.pre.std)
-        if (f == 0) throw UsageError("--std values must not be zero");
-    } else if (s == "--scale") {
-      std::string v = value();
-      char* end = nullptr;
-      a.pre.scale = std::strtof(v.c_str(), &end);
-      if (v.empty() || *end) throw UsageError("--scale: '" + v + "' is not a number");
-    } else if (s == "--bgr") a.pre.bgr = true;
-    else if (s == "--layout") {
-      std::string v = value();
-      if (v != "nchw" && v != "nhwc") throw UsageError("--layout must be nchw or nhwc");
-      a.pre.nhwc = v == "nhwc";
+    else if (cli::parse_preprocess_flag(s, value, a.pre, &a.crop_given) || cli::parse_quantize_flag(s, value, a.quant)) {
     } else if (s == "--dump") {
       a.dump = value();
       if (a.dump != "graph" && a.dump != "plan") throw UsageError("--dump must be graph or plan");
@@ -321,6 +294,13 @@ Args parse(int argc, char** argv) {
   if (a.iterations < 0) a.iterations = a.bench ? 50 : 10;
   if (!a.fp32_ops.empty() && a.precision != ocl_infer::Precision::Float16 && !a.check_precision)
     throw UsageError("--fp32-ops applies with --precision fp16 (or --check-precision fp16)");
+  const bool quant_flags = !a.quant.calibration.empty() || a.quant.method != "minmax" || !a.quant.exclude.empty() ||
+                           !a.quant.per_channel || a.quant.max_images != 100 ||
+                           a.quant.activation_type != ocl_infer::DType::UInt8;
+  if (quant_flags && !a.int8)
+    throw UsageError("--calibration, --method, --exclude, ... apply to --precision int8 (and ocl-infer quantize)");
+  if (a.int8 && (a.check_precision || a.precision != ocl_infer::Precision::Float32))
+    throw UsageError("--precision int8 cannot be combined with fp16 or --check-precision");
   if (a.check_precision && (a.measuring() || !a.dump.empty()))
     throw UsageError("--check-precision is a mode of its own (not with --bench, --profile or --dump)");
   if (a.measuring() || a.check_precision) return a;
@@ -659,7 +639,28 @@ int measure(ocl_infer::Session& s, Args& a) {
 
 }  // namespace
 
+// --precision int8: a quantized model runs as it is; an fp32 one is quantized in memory on the
+// --calibration images first, exactly as `ocl-infer quantize` would write it.
+ocl_infer::Session int8_session(const Args& a, const ocl_infer::SessionOptions& opt) {
+  if (ocl_infer::model_is_quantized(a.model)) {
+    if (!a.quant.calibration.empty())
+      std::cerr << "ocl-infer: the model is already quantized; --calibration is not used\n";
+    return ocl_infer::Session::from_file(a.model, opt);
+  }
+  if (a.quant.calibration.empty())
+    throw ocl_infer::InputError("--precision int8 on an fp32 model quantizes it first and needs calibration images: "
+                                "add --calibration DIR (a folder of typical inputs), or write a quantized model once "
+                                "with `ocl-infer quantize " + a.model + " --calibration DIR -o MODEL.int8.onnx`");
+  ocl_infer::QuantizeReport rep;
+  const std::string bytes = cli::quantize_with_images(a.model, a.quant, a.pre, a.crop_given, opt, true, &rep);
+  std::cerr << "ocl-infer: quantized in memory: " << rep.weights_quantized << " weights int8, "
+            << rep.activations.size() << " activations on " << rep.calibration_inputs << " calibration images\n";
+  const std::string dir = a.model.find('/') == std::string::npos ? "." : a.model.substr(0, a.model.rfind('/'));
+  return ocl_infer::Session::from_memory(bytes.data(), bytes.size(), opt, dir);
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "quantize") return cli::quantize_command(argc - 1, argv + 1);
   Args a;
   try {
     a = parse(argc, argv);
@@ -689,7 +690,7 @@ int main(int argc, char** argv) {
       if (a.verbose || m.rfind("device:", 0) == 0 || m.rfind("tun", 0) == 0) std::cerr << "ocl-infer: " << m << "\n";
     };
     if (a.check_precision) opt.precision = ocl_infer::Precision::Float32;  // the reference
-    auto s = ocl_infer::Session::from_file(a.model, opt);
+    auto s = a.int8 ? int8_session(a, opt) : ocl_infer::Session::from_file(a.model, opt);
     int rc = a.tune_command                                ? tune_model(s, a)
              : a.check_precision                             ? check_precision(s, a, opt)
              : a.measuring()                                 ? measure(s, a)

@@ -307,6 +307,57 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Post-training quantization: an fp32 model and calibration inputs -> a standard QDQ ONNX model
+// (QuantizeLinear/DequantizeLinear pairs, as ONNX Runtime's static quantizer writes them) that this
+// runtime runs with integer kernels and that ONNX Runtime loads too.
+struct QuantizeOptions {
+  // How an activation's range comes from its calibration values: "minmax" (the extremes),
+  // "percentile" (the `percentile` and 100 - `percentile` points of the values), "entropy" (the
+  // clipping threshold that minimises the KL divergence between the value histogram and its
+  // quantized version, as TensorRT's calibrator does).
+  std::string method = "minmax";
+  double percentile = 99.999;
+  // Weights: int8, symmetric, one scale per output channel (false: one per tensor).
+  bool per_channel = true;
+  // Activations: UInt8 (asymmetric, the default) or Int8 (symmetric).
+  DType activation_type = DType::UInt8;
+  // Node names left in float (their inputs, outputs and weights are not quantized for them).
+  std::vector<std::string> exclude_nodes;
+  // Device, caches and memory limit of the calibration runs (the optimizer is turned off there).
+  SessionOptions session;
+  // Called after each calibration input with (done, total); may be empty.
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+// What quantize_model did.
+struct QuantizeReport {
+  struct Range {
+    std::string tensor;
+    float min = 0, max = 0;  // the calibrated range (before widening it to include 0)
+    float scale = 0;
+    int zero_point = 0;
+  };
+  size_t calibration_inputs = 0;
+  std::vector<Range> activations;          // every quantized activation, in graph order
+  int weights_quantized = 0;               // Conv / Gemm / MatMul weights made int8
+  int biases_quantized = 0;                // their biases made int32
+  std::vector<std::string> float_nodes;    // "name (Op)" of nodes left in float
+  std::vector<std::string> excluded;       // the exclude_nodes that exist
+};
+
+// Quantizes the fp32 model at `model_path`: runs it on every calibration input (each a map of all
+// model inputs, as Session::run takes them), collects the ranges of the activations around Conv,
+// Gemm, MatMul, Add, Concat, pooling and reshaping ops, and returns the serialized QDQ model.
+// Throws InputError for an empty calibration set or bad options, ModelError / UnsupportedError as
+// Session does, and ModelError for a model that is already quantized.
+std::string quantize_model(const std::string& model_path, const std::vector<std::map<std::string, Tensor>>& calibration,
+                           const QuantizeOptions& options = {}, QuantizeReport* report = nullptr);
+
+// Whether the model at `path` is already quantized (QuantizeLinear / DequantizeLinear, QLinear*,
+// ConvInteger / MatMulInteger nodes): it then runs in int8 as it is. Throws ModelError.
+bool model_is_quantized(const std::string& path);
+
 // Reads a serialized ONNX TensorProto file (the .pb files of the ONNX test data). Throws
 // InputError when the file is unreadable or malformed.
 Tensor read_tensor_proto(const std::string& path);

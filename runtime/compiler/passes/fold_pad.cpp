@@ -1,5 +1,6 @@
 // A zero constant Pad on the spatial dims in front of a Conv becomes part of the Conv's pads
-// (TensorFlow and some PyTorch exports pad explicitly, often asymmetrically).
+// (TensorFlow and some PyTorch exports pad explicitly, often asymmetrically); so does an 8-bit Pad
+// with the input zero point in front of a QLinearConv / ConvInteger.
 #include <algorithm>
 
 #include "runtime/ir/host_math.hpp"
@@ -9,8 +10,9 @@ namespace oi {
 
 namespace {
 
-// The pads of a Pad node as [begin..., end...], or empty when not a plain zero constant pad.
-std::vector<int64_t> zero_pads(const Graph& g, const Node& p) {
+// The pads of a constant Pad node as [begin..., end...] and its pad value, or empty when not a
+// plain constant pad.
+std::vector<int64_t> constant_pads(const Graph& g, const Node& p, double* pad_value) {
   if (p.attr_string("mode", "constant") != "constant") return {};
   std::vector<int64_t> pads;
   double value = 0;
@@ -27,7 +29,7 @@ std::vector<int64_t> zero_pads(const Graph& g, const Node& p) {
     }
     if (p.inputs.size() > 3 && p.inputs[3] >= 0) return {};  // explicit axes
   }
-  if (value != 0) return {};
+  *pad_value = value;
   return pads;
 }
 
@@ -55,9 +57,20 @@ int pass_fold_pad(Graph& g, std::string* detail) {
     int r = g.sole_reader(p.outputs[0]);
     if (r < 0) continue;
     Node& conv = g.nodes[r];
-    if (conv.op_type != "Conv" || conv.inputs.empty() || conv.inputs[0] != p.outputs[0]) continue;
+    // A float Conv pads with 0; an integer one (QLinearConv, ConvInteger) with its input zero
+    // point, which contributes nothing to its sums.
+    const bool qconv = conv.op_type == "QLinearConv" || conv.op_type == "ConvInteger";
+    if ((conv.op_type != "Conv" && !qconv) || !conv.domain.empty() || conv.inputs.empty() ||
+        conv.inputs[0] != p.outputs[0])
+      continue;
     if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET") continue;
-    std::vector<int64_t> pads = zero_pads(g, p);
+    double value = 0, conv_zero = 0;
+    if (qconv && conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
+      if (!g.values[conv.inputs[2]].data) continue;
+      conv_zero = static_cast<double>(host_get_i(*g.values[conv.inputs[2]].data, 0));
+    }
+    std::vector<int64_t> pads = constant_pads(g, p, &value);
+    if (value != conv_zero) continue;
     const size_t rank = g.values[p.inputs[0]].shape.size();
     if (pads.size() != 2 * rank || rank < 3) continue;
     bool ok = pads[0] == 0 && pads[1] == 0 && pads[rank] == 0 && pads[rank + 1] == 0;
@@ -82,7 +95,7 @@ int pass_fold_pad(Graph& g, std::string* detail) {
     ++folded;
   }
   if (detail)
-    *detail = std::to_string(folded) + " Pad folded into Conv pads, " + std::to_string(dropped) + " empty Pad removed";
+    *detail = std::to_string(folded) + " Pad folded into Conv / QLinearConv pads, " + std::to_string(dropped) + " empty Pad removed";
   return folded + dropped;
 }
 

@@ -6,7 +6,8 @@
 //   9th input carries Gemm's bias as int32).
 // Around other ops: Concat of DQ outputs becomes com.microsoft QLinearConcat, Add and Mul of two DQ outputs (with a Relu/Clip after an Add) become
 // com.microsoft QLinearAdd / QLinearMul, GlobalAveragePool / Sigmoid / LeakyRelu become their
-// QLinear forms, and ops that only move data (Reshape, Flatten, Transpose, MaxPool, Slice, ...)
+// QLinear forms, and ops that only move data (Reshape, Flatten, Transpose, MaxPool, Slice, Pad
+// with its value quantized, ...)
 // run on the 8-bit values when the Q after them has the DQ's parameters.
 // Then every DequantizeLinear of a constant that is left (weights of ops without an integer
 // kernel) is folded into a float constant, and DequantizeLinear nodes nothing reads are removed.
@@ -266,7 +267,7 @@ bool same_params(const Graph& g, const QParams& a, const QParams& b) {
 // Ops that only move or select elements: DQ -> op -> Q with the same parameters computes the same
 // 8-bit values as the op on the 8-bit input.
 bool moves_data(const Node& n) {
-  static const char* kOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Slice"};
+  static const char* kOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool", "Slice", "Pad"};
   for (const char* op : kOps)
     if (n.op_type == op) return n.op_type != "MaxPool" || n.outputs.size() < 2 || n.outputs[1] < 0;
   return false;
@@ -324,8 +325,30 @@ bool fuse_into_quantized_op(Graph& g, int qi) {
     if (d < 0 || !same_params(g, qx, qy)) return false;
     for (size_t k = 1; k < p.inputs.size(); ++k)
       if (p.inputs[k] >= 0 && !is_const(g, p.inputs[k])) return false;
-    absorb(p, g.nodes[d]);
-    p.inputs[0] = g.nodes[d].inputs[0];
+    if (p.op_type == "Pad") {
+      // The pad value, quantized with the tensor's parameters (0 becomes the zero point).
+      double c = 0;
+      if (g.opset() < 11) c = p.attr_float("value", 0.f);
+      else if (p.inputs.size() > 2 && p.inputs[2] >= 0) c = host_get_f(*g.values[p.inputs[2]].data, 0);
+      const float q = quantize_value(static_cast<float>(c), static_cast<float>(scalar_f(g, qy.scale)),
+                                     qy.zero >= 0 ? static_cast<int>(host_get_i(*g.values[qy.zero].data, 0)) : 0, t);
+      if (g.opset() < 11) {
+        Attribute a;
+        a.kind = Attribute::Kind::Float;
+        a.f = q;
+        g.nodes[pi].attrs["value"] = a;
+      } else {
+        Tensor v(t, {});
+        host_set_i(v, 0, static_cast<int64_t>(q));
+        const int cv = add_constant(g, base + "_pad_value", std::move(v));
+        Node& pn = g.nodes[pi];
+        if (pn.inputs.size() < 3) pn.inputs.resize(3, -1);
+        pn.inputs[2] = cv;
+      }
+    }
+    Node& pn = g.nodes[pi];
+    absorb(pn, g.nodes[d]);
+    pn.inputs[0] = g.nodes[d].inputs[0];
   } else if (p.op_type == "Add" || p.op_type == "Mul") {
     if (p.op_type == "Mul" && act >= 0) return false;
     QParams qa, qb;
