@@ -138,6 +138,23 @@ __kernel void qmatmul_pack_b(__global const WT* b, __global const WT* bz, __glob
 // The epilogue of one output value: int32 sum plus the channel's bias, requantized with the
 // channel's multiplier (or raw, or real). Kernels read BIAS and MULT once per channel.
 #define FINISH(Y, o, acc, b, m) STORE_RESULT(Y, o, (acc) + (b), m, y_scale, y_zero)
+// Requantizes and stores N consecutive outputs from an intN of sums at once (quantized outputs with
+// no activation or a vector-exact one applied in the scaled domain; -DVEC_FINISH says so).
+#if defined(VEC_FINISH)
+#define FINISH_VEC(N, Y, o, accv, b, m)                                                            \
+  do {                                                                                             \
+    CAT(float, N) v_ = CAT(convert_float, N)((accv) + (b)) * (m);                                  \
+    VEC_ACT(v_);                                                                                   \
+    v_ = clamp(v_, (float)(QMIN - y_zero), (float)(QMAX - y_zero));                                \
+    CAT(vstore, N)(CAT(CAT(convert_, YT), N)(CAT(convert_int, N)(rint(v_)) + y_zero), 0, (Y) + (o)); \
+  } while (0)
+#ifdef EPILOGUE_ACT
+#define VEC_ACT(v) (v) = EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA)
+#else
+#define VEC_ACT(v)
+#endif
+#endif
+
 #ifdef HAS_BIAS
 #define BIAS(m) bias[m]
 #else
@@ -291,11 +308,17 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
   const int channels = min(OCB, M_g - oc0), pixels = min(PXB, P - p0);
   const long y0 = (((long)n * G + g) * M_g + oc0) * (long)P + p0;
   for (int k = 0; k < channels; ++k) {
-    int r[PXB];
-    pistore(total[k], 0, r);
     const int m = g * M_g + oc0 + k;
     const int b = BIAS(m);
     const float mult = MULT(m);
+#ifdef VEC_FINISH
+    if (full) {
+      FINISH_VEC(PXB, Y, y0 + (long)k * P, total[k], b, mult);
+      continue;
+    }
+#endif
+    int r[PXB];
+    pistore(total[k], 0, r);
     for (int q = 0; q < pixels; ++q) FINISH(Y, y0 + (long)k * P + q, r[q], b, mult);
   }
 }
@@ -305,56 +328,73 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
 // ---- depthwise convolution --------------------------------------------------------------------
 #if defined(DEPTHWISE) && !defined(PACK_WEIGHTS)
 #define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
-// One input channel per group and one output channel per group: a work-item computes OWB
-// consecutive pixels of one output row of one channel. Weights [C][KD*KH*KW] floats (zero point
-// subtracted). Global: (ceil(OW/OWB), OD*OH, N*C).
+#define TAPS (KD * KH * KW)
+#define dvec CAT(float, OWB)
+#define divec CAT(int, OWB)
+// One input channel per group and one output channel per group: a work-item computes one output
+// row of one channel, OWB pixels per vector. Weights [C][KD*KH*KW] floats (zero point subtracted);
+// TAPS products stay exact in float (checked on the host). Global: (OD*OH, N*C).
 __kernel void qconv_depthwise(__global const XT* restrict X, __global const float* restrict Wp,
                               __global const int* restrict bias, __global const float* xs, __global const XT* xz,
                               __global const float* ws, __global const float* ys, __global const YT* yzp,
                               __global YT* restrict Y, int C, int D, int H, int W, int OD, int OH, int OW, int pad_d,
                               int pad_h, int pad_w) {
-  const int ow0 = get_global_id(0) * OWB;
-  const int odh = get_global_id(1);
-  const int nc = get_global_id(2);
-  if (ow0 >= OW) return;
+  const int odh = get_global_id(0);
+  const int nc = get_global_id(1);
+  if (odh >= OD * OH) return;
   const int od = odh / OH, oh = odh % OH, c = nc % C;
   const float x_zero = (float)xz[0];
   X += (long)nc * D * H * W;
-  Wp += (long)c * (KD * KH * KW);
-  float acc[OWB];
+  float wk[TAPS];
 #pragma unroll
-  for (int j = 0; j < OWB; ++j) acc[j] = 0.0f;
-  const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
-  for (int kd = 0; kd < KD; ++kd) {
-    const int id = id0 + kd * DD;
-    if (id < 0 || id >= D) continue;
-    for (int kh = 0; kh < KH; ++kh) {
-      const int ih = ih0 + kh * DH;
-      if (ih < 0 || ih >= H) continue;
-      const __global XT* xr = X + ((long)id * H + ih) * W;
-      float seg[SPAN];
-#pragma unroll
-      for (int t = 0; t < SPAN; ++t) {
-        const int iw = iw0 + t;
-        seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
-      }
-      const __global float* wr = Wp + (kd * KH + kh) * KW;
-#pragma unroll
-      for (int kw = 0; kw < KW; ++kw) {
-        const float w = wr[kw];
-#pragma unroll
-        for (int j = 0; j < OWB; ++j) acc[j] = fma(seg[j * SW + kw * DW], w, acc[j]);
-      }
-    }
-  }
+  for (int t = 0; t < TAPS; ++t) wk[t] = Wp[(long)c * TAPS + t];
   OUT_PARAMS
-  const long y0 = (long)nc * OD * OH * OW + (long)odh * OW + ow0;
-  const int pixels = min(OWB, OW - ow0);
   const int b = BIAS(c);
   const float mult = MULT(c);
+  __global YT* yrow = Y + (long)nc * OD * OH * OW + (long)odh * OW;
+  const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h;
+  for (int ow0 = 0; ow0 < OW; ow0 += OWB) {
+    const int iw0 = ow0 * SW - pad_w;
+    const bool interior = iw0 >= 0 && iw0 + SPAN <= W;
+    dvec acc = (dvec)0.0f;
+    for (int kd = 0; kd < KD; ++kd) {
+      const int id = id0 + kd * DD;
+      if (id < 0 || id >= D) continue;
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = ih0 + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        const __global XT* xr = X + ((long)id * H + ih) * W;
+        float seg[SPAN];
+        if (interior) {
 #pragma unroll
-  for (int j = 0; j < OWB; ++j)
-    if (j < pixels) FINISH(Y, y0 + j, (int)acc[j], b, mult);
+          for (int t = 0; t < SPAN; ++t) seg[t] = (float)xr[iw0 + t] - x_zero;
+        } else {
+#pragma unroll
+          for (int t = 0; t < SPAN; ++t) {
+            const int iw = iw0 + t;
+            seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
+          }
+        }
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          float lane[OWB];
+#pragma unroll
+          for (int j = 0; j < OWB; ++j) lane[j] = seg[j * SW + kw * DW];
+          acc = fma(CAT(vload, OWB)(0, lane), (dvec)(wk[(kd * KH + kh) * KW + kw]), acc);
+        }
+      }
+    }
+    const divec sums = CAT(convert_int, OWB)(acc);
+#ifdef VEC_FINISH
+    if (ow0 + OWB <= OW) {
+      FINISH_VEC(OWB, yrow, ow0, sums, b, mult);
+      continue;
+    }
+#endif
+    int r[OWB];
+    CAT(vstore, OWB)(sums, 0, r);
+    for (int j = 0; j < OWB && ow0 + j < OW; ++j) FINISH(yrow, ow0 + j, r[j], b, mult);
+  }
 }
 #endif  // DEPTHWISE
 
@@ -412,6 +452,37 @@ __kernel void qmatmul(__global const XT* restrict A, __global const float* restr
   }
 }
 #endif  // NB
+
+// ---- QuantizeLinear / DequantizeLinear with one scale and zero point --------------------------
+// 16 elements per work-item; the general (per-axis, broadcast) forms run through
+// kernels/elementwise.cl. Global: (ceil(n / 16)).
+#if defined(QT) && defined(QLINEAR)
+__kernel void quantize_linear(__global const float* restrict x, __global const float* s, __global const QT* z,
+                              __global QT* restrict y, long n) {
+  const long i = get_global_id(0) * 16;
+  if (i >= n) return;
+  const float scale = s[0], zero = (float)z[0];
+  if (i + 16 <= n) {
+    const float16 v = clamp(rint(vload16(0, x + i) / scale) + zero, (float)QMIN, (float)QMAX);
+    vstore16(CAT(convert_, CAT(QT, 16))(convert_int16(v)), 0, y + i);
+    return;
+  }
+  for (long k = i; k < n; ++k) y[k] = (QT)(int)clamp(rint(x[k] / scale) + zero, (float)QMIN, (float)QMAX);
+}
+
+__kernel void dequantize_linear(__global const QT* restrict x, __global const float* s, __global const QT* z,
+                                __global float* restrict y, long n) {
+  const long i = get_global_id(0) * 16;
+  if (i >= n) return;
+  const float scale = s[0];
+  const int zero = (int)z[0];
+  if (i + 16 <= n) {
+    vstore16(convert_float16(convert_int16(vload16(0, x + i)) - zero) * scale, 0, y + i);
+    return;
+  }
+  for (long k = i; k < n; ++k) y[k] = (float)((int)x[k] - zero) * scale;
+}
+#endif
 
 // ---- QLinearGlobalAveragePool --------------------------------------------------------------
 // One work-item per (image, channel) of an NCHW input: the int sum of the plane, then

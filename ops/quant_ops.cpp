@@ -151,11 +151,23 @@ void quantize_host(OpContext& ctx) {
   ctx.set_out_data(0, std::move(y));
 }
 
+// One scale and zero point, float32 data: the vectorized kernel (kernels/quant.cl).
+bool launch_linear(BuildContext& ctx, const char* entry, DType qtype, const Operand& zp) {
+  if (numel(ctx.in_shape(1)) != 1 || ctx.input(0).dtype == DType::Float16 || ctx.output(0).dtype == DType::Float16 ||
+      !is_quantized_type(qtype))
+    return false;
+  const int64_t n = numel(ctx.in_shape(0));
+  ctx.launch("quant", entry, std::string("-DQLINEAR -DQT=") + cl_type(qtype) + range_defines(qtype),
+             {static_cast<size_t>((n + 15) / 16)}, {}, ctx.in_buf(0), ctx.in_buf(1), zp.mem, ctx.out_buf(0), n);
+  return true;
+}
+
 void quantize_build(BuildContext& ctx) {
   const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
   const DType out = ctx.out_value(0).dtype;
   const size_t rank = ctx.in_shape(0).size();
   Operand zp = ctx.has_input(2) ? ctx.input(2) : zero_operand(ctx, out);
+  if (launch_linear(ctx, "quantize_linear", out, zp)) return;
   launch_elementwise(ctx, "QUANTIZE",
                      {ctx.input(0), along_axis(ctx.input(1), a.axis, rank), along_axis(zp, a.axis, rank)},
                      ctx.output(0), range_defines(out));
@@ -187,6 +199,7 @@ void dequantize_build(BuildContext& ctx) {
   const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
   const size_t rank = ctx.in_shape(0).size();
   Operand zp = ctx.has_input(2) ? ctx.input(2) : zero_operand(ctx, ctx.in_type(0));
+  if (launch_linear(ctx, "dequantize_linear", ctx.in_type(0), zp)) return;
   launch_elementwise(ctx, "DEQUANTIZE",
                      {ctx.input(0), along_axis(ctx.input(1), a.axis, rank), along_axis(zp, a.axis, rank)},
                      ctx.output(0));
@@ -305,6 +318,9 @@ ProductArgs product_args(BuildContext& ctx, int64_t channels) {
     }
     a.opts += " -DACT_ALPHA=" + float_literal(alpha) + " -DACT_BETA=" + float_literal(beta);
   }
+  // Whole-vector requantization where the activation allows it.
+  if (yt != DType::Int32 && (!e.act || (e.act->vector_exact && a.opts.find("-DACT_SCALED") != std::string::npos)))
+    a.opts += " -DVEC_FINISH";
   if (e.residual >= 0) ctx.unsupported("a fused residual add is not supported by the integer kernels");
   return a;
 }
@@ -414,12 +430,10 @@ void qconv_build(BuildContext& ctx) {
     cl_mem wp = ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, s.M, taps, static_cast<size_t>(s.M * taps),
                                                  [&](int64_t m, int64_t k) { return static_cast<size_t>(m * taps + k); },
                                                  &max_w));
-    ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=" + std::to_string(owb) + window + a.opts,
-               {static_cast<size_t>((out3[2] + owb - 1) / owb), static_cast<size_t>(out3[0] * out3[1]),
-                static_cast<size_t>(s.N * s.G)},
-               {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(s.G),
-               i32(in3[0]), i32(in3[1]), i32(in3[2]), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(pb3[0]),
-               i32(pb3[1]), i32(pb3[2]));
+    ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=8" + window + a.opts,
+               {static_cast<size_t>(out3[0] * out3[1]), static_cast<size_t>(s.N * s.G)}, {1, 1}, ctx.in_buf(q.x), wp,
+               a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(s.G), i32(in3[0]), i32(in3[1]), i32(in3[2]),
+               i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(pb3[0]), i32(pb3[1]), i32(pb3[2]));
     return;
   }
 
@@ -487,7 +501,8 @@ void qmatmul_build(BuildContext& ctx) {
   const QSlots& q = slots_of(ctx);
   const MatmulShape s = qmatmul_shape(ctx);
   ProductArgs a = product_args(ctx, s.N);
-  const int nb = s.N >= 8 ? 8 : 4, mb = 4;
+  // Rows per work-item: 4, or all of them for a single-row (batch-1 classifier) product.
+  const int nb = s.N >= 16 ? 16 : (s.N >= 8 ? 8 : 4), mb = static_cast<int>(std::min<int64_t>(4, std::max<int64_t>(1, s.M)));
   const int64_t NP = (s.N + nb - 1) / nb * nb;
   const int64_t count = std::max<int64_t>(1, numel(s.b_batch));
   const size_t packed = static_cast<size_t>(count * s.K * NP);

@@ -121,7 +121,9 @@ TEST_P(QdqModelTest, MatchesOnnxRuntime) {
   }
   const std::string plan = s.dump("plan.json");
   size_t qdq = 0;
-  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++qdq;
+  for (const char* k : {"ew_ternary", "quant:quantize_linear", "quant:dequantize_linear"})
+    for (size_t at = 0; (at = plan.find(k, at)) != std::string::npos; ++at) ++qdq;
+  EXPECT_GE(qdq, 1u) << "the input's QuantizeLinear is missing from the plan dump";
   EXPECT_LE(qdq, 2u) << "standalone QuantizeLinear/DequantizeLinear kernels left in the plan";
   const std::string fp32_model = models_dir() + "/" + name + ".onnx";
   if (exists(fp32_model)) {

@@ -74,6 +74,14 @@ Tensor floats(const std::vector<float>& v) {
   return t;
 }
 
+// Standalone QuantizeLinear / DequantizeLinear kernels in a plan dump.
+size_t qdq_launches(const std::string& plan) {
+  size_t n = 0;
+  for (const char* k : {"ew_ternary", "quant:quantize_linear", "quant:dequantize_linear"})
+    for (size_t at = 0; (at = plan.find(k, at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
 // Count of exact mismatches between two integer tensors (shapes and types must match).
 int64_t mismatches(const Tensor& a, const Tensor& b, int64_t* first = nullptr) {
   if (a.shape != b.shape || a.dtype != b.dtype) return -1;
@@ -443,9 +451,7 @@ TEST(Quant, FusedQdqGraphUsesIntegerKernelsAndMatchesUnfused) {
   for (const char* k : {"quant:qconv", "quant:qmatmul", "quant:qgap"}) EXPECT_NE(plan.find(k), std::string::npos) << k;
   // Only the model input's Q and the output's DQ are left as their own kernels (plus the
   // QLinearAdd, also an elementwise kernel).
-  size_t ternary = 0;
-  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++ternary;
-  EXPECT_EQ(ternary, 2u) << plan;
+  EXPECT_EQ(qdq_launches(plan), 2u) << plan;
   EXPECT_EQ(unfused.dump("plan").find("quant:qconv"), std::string::npos);
   ASSERT_EQ(a.shape, b.shape);
   // Fused kernels requantize (acc + bias) * (xs * ws / ys) where the unfused graph rounds float
@@ -634,9 +640,7 @@ TEST(Quantizer, WritesAQdqModelThatRunsInIntegerKernels) {
   const std::string plan = qs.dump("plan");
   EXPECT_NE(plan.find("quant:qconv"), std::string::npos) << plan;
   EXPECT_NE(plan.find("quant:qmatmul"), std::string::npos) << plan;
-  size_t ternary = 0;
-  for (size_t at = 0; (at = plan.find("ew_ternary", at)) != std::string::npos; ++at) ++ternary;
-  EXPECT_EQ(ternary, 2u) << "only the input's Q and the output's DQ should run on their own:\n" << plan;
+  EXPECT_EQ(qdq_launches(plan), 2u) << "only the input's Q and the output's DQ should run on their own:\n" << plan;
   EXPECT_TRUE(ocl_infer::model_is_quantized(::testing::TempDir() + "/quant_fp32.onnx") == false);
 
   // The other calibration methods clip the ranges inside the extremes; exclusion keeps a node in
