@@ -207,6 +207,7 @@ __kernel void qconv(__global const XT* restrict X, __global const float* restric
   for (int j = 0; j < OWB; ++j) total[j] = (ivec)0, acc[j] = (fvec)0.0f;
 
   const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
+  const bool interior = iw0 >= 0 && iw0 + SPAN <= W;
   for (int c0 = 0; c0 < C_g; c0 += CHUNK) {
     const int c1 = min(C_g, c0 + CHUNK);
     for (int c = c0; c < c1; ++c) {
@@ -219,10 +220,15 @@ __kernel void qconv(__global const XT* restrict X, __global const float* restric
           const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
           const __global float* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
           float seg[SPAN];
+          if (interior) {
 #pragma unroll
-          for (int t = 0; t < SPAN; ++t) {
-            const int iw = iw0 + t;
-            seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
+            for (int t = 0; t < SPAN; ++t) seg[t] = (float)xr[iw0 + t] - x_zero;
+          } else {
+#pragma unroll
+            for (int t = 0; t < SPAN; ++t) {
+              const int iw = iw0 + t;
+              seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
+            }
           }
 #pragma unroll
           for (int kw = 0; kw < KW; ++kw) {
@@ -248,6 +254,15 @@ __kernel void qconv(__global const XT* restrict X, __global const float* restric
     const int m = g * M_g + oc0 + c;
     const int b = BIAS(m);
     const float mult = MULT(m);
+#if defined(VEC_FINISH) && OWB == 8
+    if (pixels == 8) {
+      int t[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) t[j] = r[j][c];
+      FINISH_VEC(8, Y, y0 + c * oplane, vload8(0, t), b, mult);
+      continue;
+    }
+#endif
 #pragma unroll
     for (int j = 0; j < OWB; ++j)
       if (j < pixels) FINISH(Y, y0 + c * oplane + j, r[j][c], b, mult);
