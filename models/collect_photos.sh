@@ -202,7 +202,7 @@ manifest_rows=()
 for i in "${!dests[@]}"; do
     manifest_rows+=("${dests[$i]}	${pkgs[$i]}=$(cat "$out_dir/.sources/${pkgs[$i]}")	${srcs[$i]}")
 done
-printf '%s\n' "${manifest_rows[@]}" | python3 - "$out_dir" "$min_calibration" "$min_test" <<'PY'
+read -r -d '' check_py <<'PY' || true
 import hashlib, os, struct, sys
 
 out_dir, min_cal, min_test = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -267,3 +267,4 @@ if not os.path.exists(manifest) or open(manifest).read() != text:
     os.replace(manifest + ".part", manifest)
 print(f"collect_photos: {out_dir}: {counts['calibration']} calibration, {counts['test']} test photos")
 PY
+printf '%s\n' "${manifest_rows[@]}" | python3 -c "$check_py" "$out_dir" "$min_calibration" "$min_test"
