@@ -136,14 +136,19 @@ cleanup() { [[ -n "$tmp_dir" ]] && rm -rf "$tmp_dir"; return 0; }
 trap cleanup EXIT
 
 apt_updated=0
-have_candidate() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; }
+# (Captured first: with pipefail, grep -q closing the pipe early would fail the whole test.)
+have_candidate() {
+    local policy
+    policy="$(apt-cache policy "$1" 2>/dev/null)"
+    [[ "$policy" == *"Candidate: "* && "$policy" != *"Candidate: (none)"* ]]
+}
 
 # fetch PKG: copies that package's photos into OUTDIR, from / when installed, else from its .deb.
 fetch() {
     local pkg="$1" root version i
     local -a members=()
     for i in "${!pkgs[@]}"; do [[ "${pkgs[$i]}" == "$pkg" ]] && members+=(".${srcs[$i]}"); done
-    if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' &&
+    if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" == "install ok installed" ]] &&
         (cd / && ls "${members[@]}" >/dev/null 2>&1); then
         root=/
         version="$(dpkg-query -W -f='${Version}' "$pkg")"

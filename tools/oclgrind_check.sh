@@ -97,5 +97,7 @@ for p in $precisions; do
 done
 suites=${OCLGRIND_SUITES:-$all_suites}
 for s in $suites; do check "$s" "$build/tests/$s"; done
+# The integer kernels (quantization ops against their references; about 5 s).
+check "test_quant" "$build/tests/test_quant" --gtest_filter='Quant.*'
 echo "oclgrind_check: $fail failed, $(($(date +%s) - start)) s"
 [ $fail -eq 0 ]
