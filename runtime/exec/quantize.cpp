@@ -114,7 +114,10 @@ void percentile_range(const Stats& s, double percentile, float* lo, float* hi) {
 // TensorRT's entropy calibration on the |x| histogram: the threshold whose clipped distribution
 // loses the least information (KL divergence) when quantized to 128 levels.
 float entropy_threshold(const Stats& s) {
-  const std::vector<double>& h = s.hist;
+  // The first bin holds the exact zeros (half of a ReLU output), which every range represents
+  // exactly: left in, they dominate both distributions and drive the threshold towards 0.
+  std::vector<double> h = s.hist;
+  if (!h.empty()) h[0] = 0;
   const double amax = std::max(std::fabs(s.min), std::fabs(s.max));
   const int levels = 128;
   double best_kl = INFINITY;
