@@ -343,10 +343,13 @@ TEST(Quant, ContribQLinearOpsMatchReference) {
   for (const char* op : {"QLinearAdd", "QLinearMul"})
     m.node(op, {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {std::string(op) + "_y"}).set_domain("com.microsoft");
   m.node("QLinearSigmoid", {"a", "as", "az", "ys", "yz"}, {"sig"}).set_domain("com.microsoft");
+  auto& lr = m.node("QLinearLeakyRelu", {"a", "as", "az", "ys", "yz"}, {"leaky"});
+  lr.set_domain("com.microsoft");
+  attr_f(lr, "alpha", 0.25f);
   m.node("QLinearGlobalAveragePool", {"a", "as", "az", "gs", "gz"}, {"gap"}).set_domain("com.microsoft");
-  m.output("QLinearAdd_y").output("QLinearMul_y").output("sig").output("gap");
+  m.output("QLinearAdd_y").output("QLinearMul_y").output("sig").output("gap").output("leaky");
   auto out = run_model(m, {{"a", a}, {"b", b}});
-  int64_t add_bad = 0, mul_bad = 0, sig_off = 0;
+  int64_t add_bad = 0, mul_bad = 0, sig_off = 0, leaky_bad = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     const int64_t c = (i / 21) % 5;
     const float da = static_cast<float>(geti(a, i) - az), db = static_cast<float>(geti(b, c) - bz);
@@ -358,7 +361,10 @@ TEST(Quant, ContribQLinearOpsMatchReference) {
     mul_bad += geti(out["QLinearMul_y"], i) != mul_q;
     const int64_t sig_q = quantize_ref(1.0f / (1.0f + std::exp(-da * as)), ys, yz, DType::UInt8);
     sig_off = std::max<int64_t>(sig_off, std::llabs(geti(out["sig"], i) - sig_q));
+    const float real = da * as;
+    leaky_bad += geti(out["leaky"], i) != quantize_ref(real < 0 ? 0.25f * real : real, ys, yz, DType::UInt8);
   }
+  EXPECT_EQ(leaky_bad, 0);
   EXPECT_EQ(add_bad, 0);
   EXPECT_EQ(mul_bad, 0);
   // The device's exp may differ from the host's in the last bit: at most one step apart.
