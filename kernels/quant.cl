@@ -25,7 +25,8 @@
 //                                        value, else to the real value (multiplied by y_scale)
 //   -DCHUNK=n                            reduction steps between flushes of the float sums (below)
 //   conv: -DOCB=4|8|16 -DOWB=n and the window (-DKD.. -DSD.. -DDD..); -DPOINTWISE -DPXB=8|16 for
-//         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group
+//         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group; -DQTILED with tiled.cl's
+//         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   matmul: -DNB=4|8|16 -DMB=n
 #include "activation.cl"
 
@@ -412,6 +413,62 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
   }
 }
 #endif  // DEPTHWISE
+
+// ---- GPU-shaped convolution ------------------------------------------------------------------
+// The implicit GEMM of conv_tiled.cl on 8-bit data: Y[M_g][P] = W[M_g][K] x im2col(X)[K][P] per
+// image and group on the local-memory tiles of tiled.cl, work-groups of (TS/RN) x (TS/RM); taps are
+// x - x_zero (0 in the padding), weights [G*M_g][K] floats with their zero point subtracted. The
+// float sums move into int32 every FLUSH_TILES steps of TK (FLUSH_TILES * TK <= CHUNK).
+#if defined(QTILED) && !defined(PACK_WEIGHTS)
+#define TILED_B_COLUMN(p)                                                                   \
+  const int col_z0 = (p) / (OH * OW) * SD - PD, col_y0 = (p) / OW % OH * SH - PH, col_x0 = (p) % OW * SW - PW;
+#define TILED_STEP_DONE(k0)                                                                 \
+  if (((k0) / TK + 1) % FLUSH_TILES == 0) {                                                 \
+    for (int i = 0; i < RM; ++i)                                                            \
+      for (int j = 0; j < RN; ++j) total[i][j] += (int)acc[i][j], acc[i][j] = 0.0f;         \
+  }
+#include "tiled.cl"
+#define KVOL (KD * KH * KW)
+
+inline float qconv_tap(__global const XT* x, float x_zero, int k, int z0, int y0, int x0, int ID, int IH, int IW) {
+  const int c = k / KVOL, r = k % KVOL;
+  const int iz = z0 + (r / (KH * KW)) * DD, iy = y0 + ((r / KW) % KH) * DH, ix = x0 + (r % KW) * DW;
+  if (iz < 0 || iz >= ID || iy < 0 || iy >= IH || ix < 0 || ix >= IW) return 0.0f;
+  return (float)x[(((long)c * ID + iz) * IH + iy) * IW + ix] - x_zero;
+}
+
+// Global: (ceil(P/TS)*WX, ceil(M_g/TS)*WY, N*G), local (WX, WY, 1).
+__kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qconv_tiled(
+    __global const XT* restrict X, __global const float* restrict Wt, __global const int* restrict bias,
+    __global const float* xs, __global const XT* xz, __global const float* ws, __global const float* ys,
+    __global const YT* yzp, __global YT* restrict Y, int C_g, int ID, int IH, int IW, int M_g, int OD, int OH,
+    int OW, int G, int PD, int PH, int PW) {
+  const int n0 = get_group_id(0) * TS, m0 = get_group_id(1) * TS, b = get_group_id(2);
+  const int g = b % G, P = OD * OH * OW, K = C_g * KVOL;
+  const float x_zero = (float)xz[0];
+  const __global XT* x = X + (long)b * C_g * ID * IH * IW;
+  const __global float* w = Wt + (long)g * M_g * K;
+  Y += (long)b * M_g * P;
+#define LOAD_A(m, k) w[(long)(m) * K + (k)]
+#define LOAD_B(k, p) qconv_tap(x, x_zero, k, col_z0, col_y0, col_x0, ID, IH, IW)
+  int total[RM][RN];
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) total[i][j] = 0;
+  float acc[RM][RN];
+  TILED_PRODUCT(acc, m0, n0, M_g, P, K)
+  OUT_PARAMS
+  for (int i = 0; i < RM; ++i) {
+    const int m = TILED_ROW(m0, i);
+    if (m >= M_g) continue;
+    const int bm = BIAS(g * M_g + m);
+    const float mult = MULT(g * M_g + m);
+    for (int j = 0; j < RN; ++j) {
+      const int p = TILED_COL(n0, j);
+      if (p < P) FINISH(Y, (long)m * P + p, total[i][j] + (int)acc[i][j], bm, mult);
+    }
+  }
+}
+#endif  // QTILED
 
 // ---- matrix product -------------------------------------------------------------------------
 #if defined(NB) && !defined(PACK_WEIGHTS)

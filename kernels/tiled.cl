@@ -35,6 +35,11 @@
 #ifndef TILED_B_COLUMN
 #define TILED_B_COLUMN(n)
 #endif
+// TILED_STEP_DONE(k0), which the includer may define, runs after each TK step (the integer kernels
+// move their float sums into int32 accumulators there).
+#ifndef TILED_STEP_DONE
+#define TILED_STEP_DONE(k0)
+#endif
 #define TILED_PRODUCT(acc, m0, n0, M, N, K)                                                  \
   __local float As[TK][TS];                                                                  \
   __local float Bs[TK][TS];                                                                  \
@@ -62,6 +67,7 @@
         for (int j = 0; j < RN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);               \
     }                                                                                        \
     barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    TILED_STEP_DONE(k0)                                                                      \
   }
 
 // Row i / column j of the work-item's register block.

@@ -7,6 +7,7 @@
 // per tensor or per axis (opset 13). Float operands stay float32 in every precision mode: a scale
 // rounded to float16 would move every quantized value.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "ops/copy_view.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/gemm_ops.hpp"
+#include "ops/variants.hpp"
 #include "ops/core/activation.hpp"
 #include "ops/core/quantize.hpp"
 #include "runtime/ir/host_math.hpp"
@@ -405,78 +407,225 @@ void qconv_infer(OpContext& ctx) {
   ctx.set_out(0, yt, out);
 }
 
-void qconv_build(BuildContext& ctx) {
+// ---- QLinearConv / ConvInteger: kernel variants ---------------------------------------------
+// Everything a variant needs to know about one node (see ops/variants.hpp).
+struct QConvDesc {
+  QConvShape s;
+  int64_t C_g = 0, M_g = 0, taps = 0, K = 0;
+  std::array<int64_t, 3> in3{}, out3{}, k3{}, st3{}, d3{}, pb3{};
+  bool pointwise = false;
+  bool const_w = false;  // weights and their zero points are constants (packed at plan time)
+  int64_t max_x = 255;   // the largest |x - x_zero|
+  DType xt = DType::UInt8, yt = DType::UInt8;
+};
+
+QConvDesc qconv_desc(const OpContext& ctx) {
   const QSlots& q = slots_of(ctx);
-  const QConvShape s = qconv_shape(ctx);
-  ProductArgs a = product_args(ctx, s.M);
-  const int64_t C_g = s.C / s.G, M_g = s.M / s.G;
-  const auto in3 = to3(s.w.in, 1), out3 = to3(s.w.out, 1), k3 = to3(s.w.k, 1), st3 = to3(s.w.s, 1),
-             d3 = to3(s.w.d, 1), pb3 = to3(s.w.pb, 0);
-  const int64_t taps = k3[0] * k3[1] * k3[2], K = C_g * taps;
-  std::string window;
+  QConvDesc d;
+  d.s = qconv_shape(ctx);
+  d.C_g = d.s.C / d.s.G;
+  d.M_g = d.s.M / d.s.G;
+  d.in3 = to3(d.s.w.in, 1);
+  d.out3 = to3(d.s.w.out, 1);
+  d.k3 = to3(d.s.w.k, 1);
+  d.st3 = to3(d.s.w.s, 1);
+  d.d3 = to3(d.s.w.d, 1);
+  d.pb3 = to3(d.s.w.pb, 0);
+  d.taps = d.k3[0] * d.k3[1] * d.k3[2];
+  d.K = d.C_g * d.taps;
+  d.pointwise = d.taps == 1 && product_of(d.s.w.s) == 1 &&
+                std::all_of(d.s.w.pb.begin(), d.s.w.pb.end(), [](int64_t p) { return p == 0; }) &&
+                std::all_of(d.s.w.pe.begin(), d.s.w.pe.end(), [](int64_t p) { return p == 0; });
+  d.const_w = ctx.is_const(q.w) && (!has(ctx, q.wz) || ctx.is_const(q.wz));
+  d.max_x = max_input_magnitude(ctx, q.x, q.xz);
+  d.xt = ctx.in_type(q.x);
+  d.yt = ctx.out_value(0).dtype;
+  return d;
+}
+
+std::string qconv_window(const QConvDesc& d) {
+  std::string o;
   const char* axes[] = {"D", "H", "W"};
   for (int i = 0; i < 3; ++i)
-    window += std::string(" -DK") + axes[i] + "=" + std::to_string(k3[i]) + " -DS" + axes[i] + "=" +
-              std::to_string(st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d3[i]);
-  const int64_t max_x = max_input_magnitude(ctx, q.x, q.xz);
-  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
-  const bool const_w = ctx.is_const(q.w) && wz_const;
-  const Tensor* zp = has(ctx, q.wz) && wz_const ? &ctx.in_data(q.wz) : nullptr;
-  int64_t max_w = 255;
-  const int owb = static_cast<int>(std::min<int64_t>(8, out3[2]));
+    o += std::string(" -DK") + axes[i] + "=" + std::to_string(d.k3[i]) + " -DS" + axes[i] + "=" +
+         std::to_string(d.st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d.d3[i]);
+  return o;
+}
 
-  // Depthwise: one channel in and out per group, weights [C][taps].
-  if (const_w && C_g == 1 && M_g == 1 && s.G > 1 && taps * max_x * 255 < (int64_t{1} << 24)) {
-    cl_mem wp = ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, s.M, taps, static_cast<size_t>(s.M * taps),
-                                                 [&](int64_t m, int64_t k) { return static_cast<size_t>(m * taps + k); },
-                                                 &max_w));
-    ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=8" + window + a.opts,
-               {static_cast<size_t>(out3[0] * out3[1]), static_cast<size_t>(s.N * s.G)}, {1, 1}, ctx.in_buf(q.x), wp,
-               a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(s.G), i32(in3[0]), i32(in3[1]), i32(in3[2]),
-               i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(pb3[0]), i32(pb3[1]), i32(pb3[2]));
-    return;
+// The weights as floats minus their zero point: constants packed here (index(m, k) into a buffer
+// of `size`), others by qconv_pack_weights (only the `ocb` block layout). *max_w: the largest
+// magnitude (255 when unknown).
+template <typename Index>
+cl_mem qconv_weights(BuildContext& ctx, const QConvDesc& d, size_t size, Index index, int ocb, int64_t* max_w) {
+  const QSlots& q = slots_of(ctx);
+  *max_w = 255;
+  if (d.const_w) {
+    const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
+    return ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, d.s.M, d.K, size, index, max_w));
   }
+  const DType wt = ctx.in_type(q.w);
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb;
+  cl_mem wp = ctx.scratch(DType::Float32, {static_cast<int64_t>(size)}).mem;
+  const bool per = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
+  ctx.launch("quant", "qconv_pack_weights",
+             "-DPACK_WEIGHTS -DOCB=" + std::to_string(ocb) + " -DWT=" + cl_type(wt) + (per ? " -DWZ_PER_CHANNEL" : ""),
+             {static_cast<size_t>(d.s.G * blocks * ocb), static_cast<size_t>(d.K)}, {}, ctx.in_buf(q.w),
+             has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, wp, i32(d.M_g), i32(d.K), i32(blocks));
+  return wp;
+}
 
-  const int ocb = M_g >= 12 ? 16 : (M_g >= 6 ? 8 : 4);
-  const int64_t blocks = (M_g + ocb - 1) / ocb;
-  const size_t packed = static_cast<size_t>(s.G * blocks * K * ocb);
-  cl_mem wp;
-  if (const_w) {
-    wp = ctx.constant_floats(pack_weights(ctx.in_data(q.w), zp, s.M, K, packed,
-                                          [&](int64_t m, int64_t k) {
-                                            const int64_t g = m / M_g, oc = m % M_g;
-                                            return static_cast<size_t>(((g * blocks + oc / ocb) * K + k) * ocb + oc % ocb);
-                                          },
-                                          &max_w));
-  } else {
-    const DType wt = ctx.in_type(q.w);
-    wp = ctx.scratch(DType::Float32, {static_cast<int64_t>(packed)}).mem;
-    const bool per = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
-    ctx.launch("quant", "qconv_pack_weights",
-               "-DPACK_WEIGHTS -DOCB=" + std::to_string(ocb) + " -DWT=" + cl_type(wt) + (per ? " -DWZ_PER_CHANNEL" : ""),
-               {static_cast<size_t>(s.G * blocks * ocb), static_cast<size_t>(K)}, {}, ctx.in_buf(q.w),
-               has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, wp, i32(M_g), i32(K), i32(blocks));
-  }
-  const bool pointwise = taps == 1 && product_of(s.w.s) == 1 &&
-                         std::all_of(s.w.pb.begin(), s.w.pb.end(), [](int64_t p) { return p == 0; }) &&
-                         std::all_of(s.w.pe.begin(), s.w.pe.end(), [](int64_t p) { return p == 0; });
-  const std::string chunk = " -DCHUNK=" + std::to_string(exact_chunk(ctx, taps, max_x, max_w));
-  if (pointwise) {
-    const int64_t P = out3[0] * out3[1] * out3[2];
-    const int pxb = P >= 16 ? 16 : 8;
-    ctx.launch("quant", "qconv_pointwise",
-               "-DPOINTWISE -DOCB=" + std::to_string(ocb) + " -DPXB=" + std::to_string(pxb) + chunk + a.opts,
-               {static_cast<size_t>(blocks), static_cast<size_t>((P + pxb - 1) / pxb), static_cast<size_t>(s.N * s.G)},
-               {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C_g), i32(P),
-               i32(M_g), i32(s.G), i32(blocks));
-    return;
-  }
-  ctx.launch("quant", "qconv", "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + window + chunk + a.opts,
-             {static_cast<size_t>(blocks), static_cast<size_t>((out3[2] + owb - 1) / owb),
-              static_cast<size_t>(s.N * s.G * out3[0] * out3[1])},
-             {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C_g),
-             i32(in3[0]), i32(in3[1]), i32(in3[2]), i32(M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(s.G),
-             i32(blocks), i32(pb3[0]), i32(pb3[1]), i32(pb3[2]));
+// The packed layout [G][blocks][K][ocb] (zero past M_g).
+cl_mem packed_qweights(BuildContext& ctx, const QConvDesc& d, int ocb, int64_t* max_w) {
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb;
+  return qconv_weights(ctx, d, static_cast<size_t>(d.s.G * blocks * d.K * ocb),
+                       [&](int64_t m, int64_t k) {
+                         const int64_t g = m / d.M_g, oc = m % d.M_g;
+                         return static_cast<size_t>(((g * blocks + oc / ocb) * d.K + k) * ocb + oc % ocb);
+                       },
+                       ocb, max_w);
+}
+
+int qconv_ocb(const QConvDesc& d) { return d.M_g >= 12 ? 16 : (d.M_g >= 6 ? 8 : 4); }
+
+// depthwise: one channel in and out per group, weights [C][taps]; a work-item per output row.
+bool qdw_applies(const QConvDesc& d, const DeviceCaps&) {
+  return d.const_w && d.C_g == 1 && d.M_g == 1 && d.s.G > 1 && d.taps * d.max_x * 255 < (int64_t{1} << 24);
+}
+VariantParams qdw_defaults(const QConvDesc&, const DeviceCaps&) { return {{"owb", 8}}; }
+bool qdw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int owb = p.at("owb");
+  return owb == 4 || owb == 8 || owb == 16;
+}
+void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  int64_t max_w = 0;
+  cl_mem wp = qconv_weights(ctx, d, static_cast<size_t>(d.s.M * d.taps),
+                            [&](int64_t m, int64_t k) { return static_cast<size_t>(m * d.taps + k); }, 4, &max_w);
+  ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) + qconv_window(d) + a.opts,
+             {static_cast<size_t>(d.out3[0] * d.out3[1]), static_cast<size_t>(d.s.N * d.s.G)}, {1, 1},
+             ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(d.in3[0]),
+             i32(d.in3[1]), i32(d.in3[2]), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.pb3[0]),
+             i32(d.pb3[1]), i32(d.pb3[2]));
+}
+
+// pointwise: 1x1, stride 1, unpadded; vectors along the pixels.
+bool qpw_applies(const QConvDesc& d, const DeviceCaps&) { return d.pointwise; }
+VariantParams qpw_defaults(const QConvDesc& d, const DeviceCaps&) {
+  return {{"ocb", qconv_ocb(d)}, {"pxb", d.out3[0] * d.out3[1] * d.out3[2] >= 16 ? 16 : 8}};
+}
+bool qpw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), pxb = p.at("pxb");
+  return (ocb == 4 || ocb == 8 || ocb == 16) && (pxb == 8 || pxb == 16);
+}
+void qpw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int ocb = p.at("ocb"), pxb = p.at("pxb");
+  int64_t max_w = 0;
+  cl_mem wp = packed_qweights(ctx, d, ocb, &max_w);
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2], blocks = (d.M_g + ocb - 1) / ocb;
+  ctx.launch("quant", "qconv_pointwise",
+             "-DPOINTWISE -DOCB=" + std::to_string(ocb) + " -DPXB=" + std::to_string(pxb) + " -DCHUNK=" +
+                 std::to_string(exact_chunk(ctx, 1, d.max_x, max_w)) + a.opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>((P + pxb - 1) / pxb), static_cast<size_t>(d.s.N * d.s.G)},
+             {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.C_g), i32(P),
+             i32(d.M_g), i32(d.s.G), i32(blocks));
+}
+
+// packed: any conv; OCB channels x OWB pixels of one output row per work-item.
+bool qpacked_applies(const QConvDesc&, const DeviceCaps&) { return true; }
+VariantParams qpacked_defaults(const QConvDesc& d, const DeviceCaps&) {
+  return {{"ocb", qconv_ocb(d)}, {"owb", static_cast<int>(std::min<int64_t>(8, d.out3[2]))}};
+}
+bool qpacked_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), owb = p.at("owb");
+  return (ocb == 4 || ocb == 8 || ocb == 16) && owb >= 1 && owb <= 16;
+}
+void qpacked_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int ocb = p.at("ocb"), owb = p.at("owb");
+  int64_t max_w = 0;
+  cl_mem wp = packed_qweights(ctx, d, ocb, &max_w);
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb;
+  ctx.launch("quant", "qconv",
+             "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) + qconv_window(d) + " -DCHUNK=" +
+                 std::to_string(exact_chunk(ctx, d.taps, d.max_x, max_w)) + a.opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>((d.out3[2] + owb - 1) / owb),
+              static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
+             {1, 1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.C_g),
+             i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]),
+             i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+}
+
+// tiled: the GPU-shaped implicit GEMM of the fp32 family on 8-bit data (kernels/tiled.cl).
+bool qtiled_applies(const QConvDesc& d, const DeviceCaps& c) {
+  return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
+}
+bool qtiled_preferred(const QConvDesc& d, const DeviceCaps& c) { return !c.is_cpu() && !(d.C_g == 1 && d.s.G > 1); }
+bool qtiled_valid(const QConvDesc&, const DeviceCaps& c, const VariantParams& v) { return tiled_params_fit(c, v); }
+VariantParams qtiled_defaults(const QConvDesc& d, const DeviceCaps& c) {
+  return tiled_params_default(c, d.M_g >= 64 && product_of(d.s.w.out) >= 64);
+}
+void qtiled_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& v) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
+  int64_t max_w = 0;
+  // Weights [G*M_g][K] (the pack kernel's layout with ocb = 1 for run-time weights).
+  cl_mem wp = qconv_weights(ctx, d, static_cast<size_t>(d.s.M * d.K),
+                            [&](int64_t m, int64_t k) { return static_cast<size_t>(m * d.K + k); }, 1, &max_w);
+  const int flush = std::max(1, exact_chunk(ctx, 1, d.max_x, max_w) / tk);
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
+  const size_t wx = static_cast<size_t>(ts / rn), wy = static_cast<size_t>(ts / rm);
+  ctx.launch("quant", "qconv_tiled",
+             "-DQTILED -DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" + std::to_string(rn) +
+                 " -DTK=" + std::to_string(tk) + " -DFLUSH_TILES=" + std::to_string(flush) + qconv_window(d) + a.opts,
+             {static_cast<size_t>((P + ts - 1) / ts) * wx, static_cast<size_t>((d.M_g + ts - 1) / ts) * wy,
+              static_cast<size_t>(d.s.N * d.s.G)},
+             {wx, wy, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.C_g),
+             i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]),
+             i32(d.s.G), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+}
+
+std::string qdims3(const std::array<int64_t, 3>& a) {
+  return std::to_string(a[0]) + "x" + std::to_string(a[1]) + "x" + std::to_string(a[2]);
+}
+
+// "n1 c64 m64 g1 in1x56x56 k1x3x3 s1x1x1 d1x1x1 p0x1x1 out1x56x56 x255"
+std::string qconv_key(const QConvDesc& d) {
+  return "n" + std::to_string(d.s.N) + " c" + std::to_string(d.s.C) + " m" + std::to_string(d.s.M) + " g" +
+         std::to_string(d.s.G) + " in" + qdims3(d.in3) + " k" + qdims3(d.k3) + " s" + qdims3(d.st3) + " d" +
+         qdims3(d.d3) + " p" + qdims3(d.pb3) + " out" + qdims3(d.out3) + " x" + std::to_string(d.max_x) +
+         (d.const_w ? "" : " wrun");
+}
+
+const KernelFamily<QConvDesc>& qconv_family() {
+  static const KernelFamily<QConvDesc> f{
+      "qconv",
+      {
+          {"tiled", "GPU-shaped 8-bit implicit GEMM: TSxTS tiles per work-group in local memory, RMxRN per work-item",
+           tiled_param_space(), qtiled_applies, qtiled_valid, qtiled_defaults, qtiled_run, qtiled_preferred},
+          {"depthwise", "8-bit, one channel in and out per group: one output row per work-item, OWB-pixel vectors",
+           {{"owb", {4, 8, 16}}}, qdw_applies, qdw_valid, qdw_defaults, qdw_run},
+          {"pointwise", "8-bit 1x1, stride 1, unpadded: OCB channels x PXB pixels, vectors along the pixels",
+           {{"ocb", {4, 8, 16}}, {"pxb", {8, 16}}}, qpw_applies, qpw_valid, qpw_defaults, qpw_run},
+          {"packed", "any 8-bit conv: OCB channels x OWB pixels of one output row per work-item",
+           {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8, 16}}}, qpacked_applies, qpacked_valid, qpacked_defaults,
+           qpacked_run},
+      },
+      qconv_key};
+  return f;
+}
+
+void qconv_build(BuildContext& ctx) {
+  const QConvDesc d = qconv_desc(ctx);
+  for (int i = 0; i < 3; ++i)
+    if ((d.k3[i] - 1) * d.d3[i] + 1 > 1024 || d.st3[i] > 1024)
+      ctx.unsupported("a window spanning " + std::to_string((d.k3[i] - 1) * d.d3[i] + 1) + " elements with stride " +
+                      std::to_string(d.st3[i]) + " is not supported (at most 1024 each)");
+  run_variant(ctx, qconv_family(), d);
 }
 
 double qconv_ops(const OpContext& ctx) {
@@ -725,6 +874,8 @@ void qconcat_build(BuildContext& ctx) {
 }
 
 }  // namespace
+
+std::vector<VariantInfo> qconv_variant_info() { return family_info(qconv_family()); }
 
 void add_quant_ops(std::vector<OpDef>& t) {
   for (int v : {10, 13}) {

@@ -9,6 +9,7 @@ std::vector<VariantInfo> conv_variant_info();
 std::vector<VariantInfo> gemm_variant_info();
 std::vector<VariantInfo> pool_variant_info();
 std::vector<VariantInfo> norm_variant_info();
+std::vector<VariantInfo> qconv_variant_info();
 
 namespace {
 
@@ -100,7 +101,7 @@ VariantRequest parse_variant_request(const std::string& spec) {
 const std::vector<VariantInfo>& variant_catalog() {
   static const std::vector<VariantInfo> all = [] {
     std::vector<VariantInfo> r;
-    for (auto* f : {conv_variant_info, gemm_variant_info, pool_variant_info, norm_variant_info})
+    for (auto* f : {conv_variant_info, gemm_variant_info, pool_variant_info, norm_variant_info, qconv_variant_info})
       for (auto& v : f()) r.push_back(v);
     return r;
   }();

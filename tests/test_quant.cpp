@@ -246,12 +246,22 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
     attr_ints(ni, "dilations", {c.dil, c.dil});
     attr_i(ni, "group", c.group);
     m.output("y").output("acc");
-    auto out = run_model(m, {{"x", x}, {"wi", w}});
-    int64_t first = -1;
     Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
-    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
     Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
-    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+    // Every variant of the qconv family where it applies (elsewhere the default choice runs), with
+    // the extreme values of its parameters.
+    for (const char* variant : {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
+                                "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16",
+                                "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16",
+                                "qconv=depthwise:owb=4", "qconv=depthwise:owb=16"}) {
+      SCOPED_TRACE(variant);
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = variant;
+      auto out = open_session(m, opt).run({{"x", x}, {"wi", w}});
+      int64_t first = -1;
+      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+    }
   }
 }
 
