@@ -27,7 +27,8 @@
 //   conv: -DOCB=4|8|16 -DOWB=n and the window (-DKD.. -DSD.. -DDD..); -DPOINTWISE -DPXB=8|16 for
 //         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group; -DQTILED with tiled.cl's
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
-//   matmul: -DNB=4|8|16 -DMB=n
+//   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
+//         GPU-shaped one
 #include "activation.cl"
 
 #define CAT_(a, b) a##b
@@ -419,15 +420,22 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
 // image and group on the local-memory tiles of tiled.cl, work-groups of (TS/RN) x (TS/RM); taps are
 // x - x_zero (0 in the padding), weights [G*M_g][K] floats with their zero point subtracted. The
 // float sums move into int32 every FLUSH_TILES steps of TK (FLUSH_TILES * TK <= CHUNK).
-#if defined(QTILED) && !defined(PACK_WEIGHTS)
+// The kernel loader includes a file once per program: tiled.cl comes in here for both tiled
+// kernels, with the hooks they share.
+#if (defined(QTILED) || defined(QMTILED)) && !defined(PACK_WEIGHTS)
+#ifdef QTILED
 #define TILED_B_COLUMN(p)                                                                   \
   const int col_z0 = (p) / (OH * OW) * SD - PD, col_y0 = (p) / OW % OH * SH - PH, col_x0 = (p) % OW * SW - PW;
+#endif
 #define TILED_STEP_DONE(k0)                                                                 \
   if (((k0) / TK + 1) % FLUSH_TILES == 0) {                                                 \
     for (int i = 0; i < RM; ++i)                                                            \
       for (int j = 0; j < RN; ++j) total[i][j] += (int)acc[i][j], acc[i][j] = 0.0f;         \
   }
 #include "tiled.cl"
+#endif
+
+#if defined(QTILED) && !defined(PACK_WEIGHTS)
 #define KVOL (KD * KH * KW)
 
 inline float qconv_tap(__global const XT* x, float x_zero, int k, int z0, int y0, int x0, int ID, int IH, int IW) {
@@ -590,6 +598,38 @@ __kernel void qrequant_into(__global const XT* restrict x, __global YT* restrict
   y[o * out_block + offset + r] = (YT)clamp(rint(v / ys) + (float)yz, (float)QMIN, (float)QMAX);
 }
 #endif
+
+// ---- GPU-shaped matrix product ----------------------------------------------------------------
+// tiled.cl's local-memory tiles on A (8-bit, minus its zero point) x Bp ([count][K][NP] floats,
+// NP = N); int32 flushes every FLUSH_TILES steps as in qconv_tiled. Global: (ceil(N/TS)*WX,
+// ceil(M/TS)*WY, batch), local (WX, WY, 1); `offs` as for qmatmul.
+#if defined(QMTILED) && !defined(PACK_WEIGHTS)
+__kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qmatmul_tiled(
+    __global const XT* restrict A, __global const float* restrict Bp, __global const int* restrict bias,
+    __global const float* xs, __global const XT* az, __global const float* ws, __global const float* ys,
+    __global const YT* yzp, __global YT* restrict Y, __global const long* offs, int M, int N, int K, int NP) {
+  const int n0 = get_group_id(0) * TS, m0 = get_group_id(1) * TS, bt = get_group_id(2);
+  const __global XT* a = A + offs[2 * bt];
+  const __global float* bp = Bp + offs[2 * bt + 1] * K * NP;
+  const float a_zero = (float)az[0];
+#define LOAD_A(m, k) ((float)a[(long)(m) * K + (k)] - a_zero)
+#define LOAD_B(k, n) bp[(long)(k) * NP + (n)]
+  int total[RM][RN];
+  for (int i = 0; i < RM; ++i)
+    for (int j = 0; j < RN; ++j) total[i][j] = 0;
+  float acc[RM][RN];
+  TILED_PRODUCT(acc, m0, n0, M, N, K)
+  OUT_PARAMS
+  for (int i = 0; i < RM; ++i) {
+    const int m = TILED_ROW(m0, i);
+    if (m >= M) continue;
+    for (int j = 0; j < RN; ++j) {
+      const int n = TILED_COL(n0, j);
+      if (n < N) FINISH(Y, (long)bt * M * N + (long)m * N + n, total[i][j] + (int)acc[i][j], BIAS(n), MULT(n));
+    }
+  }
+}
+#endif  // QMTILED
 
 // ---- DynamicQuantizeLinear ------------------------------------------------------------------
 // Stage 1: work-item p reduces elements p, p + P, ... to a min and a max (NaN ignored).

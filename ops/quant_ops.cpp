@@ -646,54 +646,138 @@ void qmatmul_infer(OpContext& ctx) {
   ctx.set_out(0, yt, s.out);
 }
 
-void qmatmul_build(BuildContext& ctx) {
+// ---- QLinearMatMul / MatMulInteger: kernel variants -------------------------------------------
+struct QMatMulDesc {
+  MatmulShape s;
+  int64_t count = 1, batch = 1;  // B matrices, output batches
+  bool const_w = false, per_col = false;
+  int64_t max_x = 255;
+};
+
+QMatMulDesc qmatmul_desc(const OpContext& ctx) {
   const QSlots& q = slots_of(ctx);
-  const MatmulShape s = qmatmul_shape(ctx);
-  ProductArgs a = product_args(ctx, s.N);
-  // Rows per work-item: 4, or all of them for a single-row (batch-1 classifier) product.
-  const int nb = s.N >= 16 ? 16 : (s.N >= 8 ? 8 : 4), mb = static_cast<int>(std::min<int64_t>(4, std::max<int64_t>(1, s.M)));
-  const int64_t NP = (s.N + nb - 1) / nb * nb;
-  const int64_t count = std::max<int64_t>(1, numel(s.b_batch));
-  const size_t packed = static_cast<size_t>(count * s.K * NP);
-  cl_mem bp;
-  const bool wz_const = !has(ctx, q.wz) || ctx.is_const(q.wz);
-  const bool per_col = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
-  int64_t max_w = 255;
-  if (ctx.is_const(q.w) && wz_const) {
-    // Packed per matrix j as [K][NP]: rows of the pack are the columns n of B.
+  QMatMulDesc d;
+  d.s = qmatmul_shape(ctx);
+  d.count = std::max<int64_t>(1, numel(d.s.b_batch));
+  d.batch = std::max<int64_t>(1, numel(d.s.batch));
+  d.const_w = ctx.is_const(q.w) && (!has(ctx, q.wz) || ctx.is_const(q.wz));
+  d.per_col = has(ctx, q.wz) && numel(ctx.in_shape(q.wz)) > 1;
+  d.max_x = max_input_magnitude(ctx, q.x, q.xz);
+  return d;
+}
+
+// B as [count][K][NP] floats minus its zero points (NP = N rounded up to nb), packed here when
+// constant, else by qmatmul_pack_b; *max_w: the largest magnitude (255 when unknown).
+cl_mem packed_b(BuildContext& ctx, const QMatMulDesc& d, int nb, int64_t* np, int64_t* max_w) {
+  const QSlots& q = slots_of(ctx);
+  const int64_t NP = (d.s.N + nb - 1) / nb * nb;
+  *np = NP;
+  const size_t packed = static_cast<size_t>(d.count * d.s.K * NP);
+  *max_w = 255;
+  if (d.const_w) {
     const Tensor& b = ctx.in_data(q.w);
     std::vector<float> p(packed, 0.0f);
-    max_w = 0;
-    for (int64_t j = 0; j < count; ++j)
-      for (int64_t k = 0; k < s.K; ++k)
-        for (int64_t n = 0; n < s.N; ++n) {
-          const int64_t z = has(ctx, q.wz) ? host_get_i(ctx.in_data(q.wz), per_col ? n : 0) : 0;
-          const int64_t v = host_get_i(b, (j * s.K + k) * s.N + n) - z;
-          max_w = std::max<int64_t>(max_w, v < 0 ? -v : v);
-          p[static_cast<size_t>((j * s.K + k) * NP + n)] = static_cast<float>(v);
+    *max_w = 0;
+    for (int64_t j = 0; j < d.count; ++j)
+      for (int64_t k = 0; k < d.s.K; ++k)
+        for (int64_t n = 0; n < d.s.N; ++n) {
+          const int64_t z = has(ctx, q.wz) ? host_get_i(ctx.in_data(q.wz), d.per_col ? n : 0) : 0;
+          const int64_t v = host_get_i(b, (j * d.s.K + k) * d.s.N + n) - z;
+          *max_w = std::max<int64_t>(*max_w, v < 0 ? -v : v);
+          p[static_cast<size_t>((j * d.s.K + k) * NP + n)] = static_cast<float>(v);
         }
-    bp = ctx.constant_floats(p);
-  } else {
-    const DType wt = ctx.in_type(q.w);
-    bp = ctx.scratch(DType::Float32, {static_cast<int64_t>(packed)}).mem;
-    ctx.launch("quant", "qmatmul_pack_b", std::string("-DPACK_WEIGHTS -DWT=") + cl_type(wt) + (per_col ? " -DWZ_PER_CHANNEL" : ""),
-               {static_cast<size_t>(NP), static_cast<size_t>(s.K), static_cast<size_t>(count)}, {}, ctx.in_buf(q.w),
-               has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, bp, i32(s.K), i32(s.N), i32(NP));
+    return ctx.constant_floats(p);
   }
-  const int64_t batch = std::max<int64_t>(1, numel(s.batch));
-  std::vector<int64_t> offs(static_cast<size_t>(2 * batch));
-  for (int64_t i = 0; i < batch; ++i) {
-    offs[2 * i] = (s.a_batch.empty() ? 0 : broadcast_index(s.batch, s.a_batch, i)) * s.M * s.K;
-    offs[2 * i + 1] = s.b_batch.empty() ? 0 : broadcast_index(s.batch, s.b_batch, i);
-  }
-  cl_mem om = ctx.params(offs.data(), offs.size() * sizeof(int64_t));
-  const std::string opts = "-DNB=" + std::to_string(nb) + " -DMB=" + std::to_string(mb) + " -DCHUNK=" +
-                           std::to_string(exact_chunk(ctx, 1, max_input_magnitude(ctx, q.x, q.xz), max_w)) + a.opts;
-  ctx.launch("quant", "qmatmul", opts,
-             {static_cast<size_t>(NP / nb), static_cast<size_t>((s.M + mb - 1) / mb), static_cast<size_t>(batch)},
-             {1, 1, 1}, ctx.in_buf(q.x), bp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), om, i32(s.M),
-             i32(s.N), i32(s.K), i32(NP));
+  const DType wt = ctx.in_type(q.w);
+  cl_mem bp = ctx.scratch(DType::Float32, {static_cast<int64_t>(packed)}).mem;
+  ctx.launch("quant", "qmatmul_pack_b", std::string("-DPACK_WEIGHTS -DWT=") + cl_type(wt) + (d.per_col ? " -DWZ_PER_CHANNEL" : ""),
+             {static_cast<size_t>(NP), static_cast<size_t>(d.s.K), static_cast<size_t>(d.count)}, {}, ctx.in_buf(q.w),
+             has(ctx, q.wz) ? ctx.in_buf(q.wz) : zero_operand(ctx, wt).mem, bp, i32(d.s.K), i32(d.s.N), i32(NP));
+  return bp;
 }
+
+// Per output batch: A's element offset and B's matrix index.
+cl_mem batch_offsets(BuildContext& ctx, const QMatMulDesc& d) {
+  std::vector<int64_t> offs(static_cast<size_t>(2 * d.batch));
+  for (int64_t i = 0; i < d.batch; ++i) {
+    offs[2 * i] = (d.s.a_batch.empty() ? 0 : broadcast_index(d.s.batch, d.s.a_batch, i)) * d.s.M * d.s.K;
+    offs[2 * i + 1] = d.s.b_batch.empty() ? 0 : broadcast_index(d.s.batch, d.s.b_batch, i);
+  }
+  return ctx.params(offs.data(), offs.size() * sizeof(int64_t));
+}
+
+// packed: NB columns x MB rows per work-item, vectors along the columns.
+bool qmm_packed_applies(const QMatMulDesc&, const DeviceCaps&) { return true; }
+VariantParams qmm_packed_defaults(const QMatMulDesc& d, const DeviceCaps&) {
+  // Rows per work-item: 4, or all of them for a single-row (batch-1 classifier) product.
+  return {{"nb", d.s.N >= 16 ? 16 : (d.s.N >= 8 ? 8 : 4)},
+          {"mb", static_cast<int>(std::min<int64_t>(4, std::max<int64_t>(1, d.s.M)))}};
+}
+bool qmm_packed_valid(const QMatMulDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int nb = p.at("nb"), mb = p.at("mb");
+  return (nb == 4 || nb == 8 || nb == 16) && mb >= 1 && mb <= 8;
+}
+void qmm_packed_run(BuildContext& ctx, const QMatMulDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.N);
+  const int nb = p.at("nb"), mb = p.at("mb");
+  int64_t NP = 0, max_w = 0;
+  cl_mem bp = packed_b(ctx, d, nb, &NP, &max_w);
+  const std::string opts = "-DNB=" + std::to_string(nb) + " -DMB=" + std::to_string(mb) + " -DCHUNK=" +
+                           std::to_string(exact_chunk(ctx, 1, d.max_x, max_w)) + a.opts;
+  ctx.launch("quant", "qmatmul", opts,
+             {static_cast<size_t>(NP / nb), static_cast<size_t>((d.s.M + mb - 1) / mb), static_cast<size_t>(d.batch)},
+             {1, 1, 1}, ctx.in_buf(q.x), bp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0),
+             batch_offsets(ctx, d), i32(d.s.M), i32(d.s.N), i32(d.s.K), i32(NP));
+}
+
+// tiled: the GPU-shaped product on local-memory tiles (kernels/tiled.cl).
+bool qmm_tiled_applies(const QMatMulDesc&, const DeviceCaps& c) { return c.max_work_group_size >= 16; }
+bool qmm_tiled_preferred(const QMatMulDesc&, const DeviceCaps& c) { return !c.is_cpu(); }
+bool qmm_tiled_valid(const QMatMulDesc&, const DeviceCaps& c, const VariantParams& v) { return tiled_params_fit(c, v); }
+VariantParams qmm_tiled_defaults(const QMatMulDesc& d, const DeviceCaps& c) {
+  return tiled_params_default(c, d.s.M >= 64 && d.s.N >= 64 && d.s.K >= 64);
+}
+void qmm_tiled_run(BuildContext& ctx, const QMatMulDesc& d, const VariantParams& v) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.N);
+  const int ts = v.at("ts"), rm = v.at("rm"), rn = v.at("rn"), tk = v.at("tk");
+  int64_t NP = 0, max_w = 0;
+  cl_mem bp = packed_b(ctx, d, 1, &NP, &max_w);
+  const int flush = std::max(1, exact_chunk(ctx, 1, d.max_x, max_w) / tk);
+  const size_t wx = static_cast<size_t>(ts / rn), wy = static_cast<size_t>(ts / rm);
+  ctx.launch("quant", "qmatmul_tiled",
+             "-DQMTILED -DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" + std::to_string(rn) +
+                 " -DTK=" + std::to_string(tk) + " -DFLUSH_TILES=" + std::to_string(flush) + a.opts,
+             {static_cast<size_t>((d.s.N + ts - 1) / ts) * wx, static_cast<size_t>((d.s.M + ts - 1) / ts) * wy,
+              static_cast<size_t>(d.batch)},
+             {wx, wy, 1}, ctx.in_buf(q.x), bp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0),
+             batch_offsets(ctx, d), i32(d.s.M), i32(d.s.N), i32(d.s.K), i32(NP));
+}
+
+// "b1 m1 n1000 k512 x255"
+std::string qmatmul_key(const QMatMulDesc& d) {
+  return "b" + std::to_string(d.batch) + " m" + std::to_string(d.s.M) + " n" + std::to_string(d.s.N) + " k" +
+         std::to_string(d.s.K) + " bc" + std::to_string(d.count) + " x" + std::to_string(d.max_x) +
+         (d.const_w ? "" : " wrun");
+}
+
+const KernelFamily<QMatMulDesc>& qmatmul_family() {
+  static const KernelFamily<QMatMulDesc> f{
+      "qgemm",
+      {
+          {"tiled", "GPU-shaped 8-bit product: TSxTS tiles per work-group in local memory, RMxRN per work-item",
+           tiled_param_space(), qmm_tiled_applies, qmm_tiled_valid, qmm_tiled_defaults, qmm_tiled_run,
+           qmm_tiled_preferred},
+          {"packed", "8-bit product: NB columns x MB rows per work-item, packed B",
+           {{"nb", {4, 8, 16}}, {"mb", {1, 2, 4, 8}}}, qmm_packed_applies, qmm_packed_valid, qmm_packed_defaults,
+           qmm_packed_run},
+      },
+      qmatmul_key};
+  return f;
+}
+
+void qmatmul_build(BuildContext& ctx) { run_variant(ctx, qmatmul_family(), qmatmul_desc(ctx)); }
 
 double qmatmul_ops(const OpContext& ctx) {
   const MatmulShape s = qmatmul_shape(ctx);
@@ -876,6 +960,7 @@ void qconcat_build(BuildContext& ctx) {
 }  // namespace
 
 std::vector<VariantInfo> qconv_variant_info() { return family_info(qconv_family()); }
+std::vector<VariantInfo> qgemm_variant_info() { return family_info(qmatmul_family()); }
 
 void add_quant_ops(std::vector<OpDef>& t) {
   for (int v : {10, 13}) {

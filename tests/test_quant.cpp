@@ -290,7 +290,6 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
     m.input("bi", DType::Int8, {K, N});
     m.node("MatMulInteger", {"a", "bi", "az", "bz"}, {"acc"});
     m.output("y").output("acc");
-    auto out = run_model(m, {{"a", a}, {"bi", b}});
     Tensor want(DType::Int8, {B, M, N}), want_acc(DType::Int32, {B, M, N});
     for (int64_t i = 0; i < B * M; ++i)
       for (int64_t n = 0; n < N; ++n) {
@@ -299,9 +298,17 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
         seti(want_acc, i * N + n, acc);
         seti(want, i * N + n, requant_ref(acc, as, bs[static_cast<size_t>(n)], ys, yz, DType::Int8, false));
       }
-    int64_t first = -1;
-    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
-    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "MatMulInteger, first at " << first;
+    // Every variant of the qgemm family with the extreme values of its parameters.
+    for (const char* variant : {"", "qgemm=packed:nb=4,mb=1", "qgemm=packed:nb=16,mb=8", "qgemm=tiled",
+                                "qgemm=tiled:ts=16,rm=1,rn=1,tk=4", "qgemm=tiled:ts=64,rm=4,rn=4,tk=16"}) {
+      SCOPED_TRACE(variant);
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = variant;
+      auto out = open_session(m, opt).run({{"a", a}, {"bi", b}});
+      int64_t first = -1;
+      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "MatMulInteger, first at " << first;
+    }
   }
 }
 
