@@ -248,12 +248,20 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
     m.output("y").output("acc");
     Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
     Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
-    // Every variant of the qconv family where it applies (elsewhere the default choice runs), with
-    // the extreme values of its parameters.
-    for (const char* variant : {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
-                                "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16",
-                                "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16",
-                                "qconv=depthwise:owb=4", "qconv=depthwise:owb=16"}) {
+    // Every variant of the qconv family on the cases it is made for, with the extreme values of
+    // its parameters (each combination is a program build: a cold run of all of them on all cases
+    // took 3.5 min).
+    static const std::vector<std::vector<const char*>> kVariants = {
+        {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
+         "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16"},
+        {"", "qconv=tiled:ts=16,rm=2,rn=1,tk=8"},
+        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=tiled"},
+        {"", "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16"},
+        {"", "qconv=packed:ocb=8,owb=2"},
+        {""},
+    };
+    const size_t case_index = static_cast<size_t>(&c - cases);
+    for (const char* variant : kVariants[case_index]) {
       SCOPED_TRACE(variant);
       ocl_infer::SessionOptions opt;
       opt.kernel_variants = variant;
@@ -298,9 +306,15 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
         seti(want_acc, i * N + n, acc);
         seti(want, i * N + n, requant_ref(acc, as, bs[static_cast<size_t>(n)], ys, yz, DType::Int8, false));
       }
-    // Every variant of the qgemm family with the extreme values of its parameters.
-    for (const char* variant : {"", "qgemm=packed:nb=4,mb=1", "qgemm=packed:nb=16,mb=8", "qgemm=tiled",
-                                "qgemm=tiled:ts=16,rm=1,rn=1,tk=4", "qgemm=tiled:ts=64,rm=4,rn=4,tk=16"}) {
+    // Every variant of the qgemm family with the extreme values of its parameters, spread over the
+    // column counts (each combination is a program build).
+    std::vector<const char*> variants{""};
+    if (N == 7) variants.push_back("qgemm=packed:nb=4,mb=1");
+    if (N == 8) variants.push_back("qgemm=tiled");
+    if (N == 33)
+      variants.insert(variants.end(), {"qgemm=packed:nb=16,mb=8", "qgemm=tiled:ts=16,rm=1,rn=1,tk=4",
+                                       "qgemm=tiled:ts=64,rm=4,rn=4,tk=16"});
+    for (const char* variant : variants) {
       SCOPED_TRACE(variant);
       ocl_infer::SessionOptions opt;
       opt.kernel_variants = variant;
