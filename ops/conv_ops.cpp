@@ -300,6 +300,37 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
              i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows), i32(chans));
 }
 
+// depthwise_wg: the GPU-shaped depthwise conv (kernels/conv_dw_wg.cl): one work-item per output
+// pixel, work-groups of WX x WY pixels. Preferred on GPUs and accelerators, where the CPU-shaped
+// kernel's row bands leave SIMD lanes idle; on CPUs only when forced or tuned.
+bool dwg_applies(const ConvDesc& d, const DeviceCaps& c) {
+  return c.max_work_group_size >= 16 && d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2;
+}
+bool dwg_preferred(const ConvDesc&, const DeviceCaps& c) { return !c.is_cpu(); }
+bool dwg_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& p) {
+  const int wx = p.at("wx"), wy = p.at("wy");
+  return wx >= 1 && wy >= 1 && static_cast<size_t>(wx * wy) <= c.max_work_group_size;
+}
+VariantParams dwg_defaults(const ConvDesc& d, const DeviceCaps& c) {
+  // 128 work-items: 32 along a row (or the row's width rounded up to 8), the rest down the plane.
+  int wx = 32;
+  while (wx > 8 && wx / 2 >= d.out3[2]) wx /= 2;
+  int wy = 128 / wx;
+  while (static_cast<size_t>(wx * wy) > c.max_work_group_size && wy > 1) wy /= 2;
+  return {{"wx", wx}, {"wy", wy}};
+}
+void dwg_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  const ConvArgs a = conv_args(ctx, d);
+  const size_t wx = static_cast<size_t>(p.at("wx")), wy = static_cast<size_t>(p.at("wy"));
+  const std::string opts = "-DWX=" + std::to_string(wx) + " -DWY=" + std::to_string(wy) +
+                           window_defines(d.k3, d.st3, d.d3) + a.tail;
+  ctx.launch("conv_dw_wg", "conv_f32_depthwise_wg", opts,
+             {round_up(static_cast<size_t>(d.out3[2]), wx), round_up(static_cast<size_t>(d.out3[1]), wy),
+              static_cast<size_t>(d.s.N * d.s.M)},
+             {wx, wy, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, i32(d.s.C), i32(d.M_g), i32(d.in3[1]),
+             i32(d.in3[2]), i32(d.out3[1]), i32(d.out3[2]), i32(d.pb3[1]), i32(d.pb3[2]));
+}
+
 // pointwise: 1x1 convs as a GEMM with vectors along the pixels (outputs stored as whole vectors;
 // 2-4x the packed kernel's speed with few input channels). Needs at least PXB*PXV pixels.
 bool pw_applies(const ConvDesc& d, const DeviceCaps&) { return d.pointwise && d.s.w.rank() <= 3; }
@@ -488,6 +519,9 @@ const KernelFamily<ConvDesc>& conv_family() {
            tiled_param_space(), tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
           {"winograd", "F(2x2,3x3) for 3x3 stride-1 convs: transforms + 16 GEMMs over the channels", {},
            winograd_applies, nullptr, winograd_defaults, winograd_run, winograd_preferred},
+          {"depthwise_wg", "GPU-shaped depthwise (rank <= 2): one output pixel per work-item, WXxWY work-groups",
+           {{"wx", {8, 16, 32, 64}}, {"wy", {1, 2, 4, 8}}}, dwg_applies, dwg_valid, dwg_defaults, dwg_run,
+           dwg_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
            {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}},
            dw_applies, dw_valid, dw_defaults, dw_run},
