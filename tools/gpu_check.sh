@@ -67,7 +67,7 @@ export OCL_INFER_CACHE_DIR=/tmp/ocl-infer-cache
 
 # 2. Unit and model tests on the GPU (every variant is forced in test_variants: the GPU-shaped
 #    family runs where it applies, the CPU-shaped ones too).
-for t in test_variants test_conv test_gemm test_norm test_pool test_fp16 test_models test_tuning; do
+for t in test_variants test_conv test_gemm test_norm test_pool test_fp16 test_quant test_models test_tuning; do
   [ -x "$build/tests/$t" ] && step "$t" 300 "$build/tests/$t"
 done
 
