@@ -31,27 +31,10 @@
 
 #include "epilogue.cl"
 #include "storage.cl"
+#include "operand_storage.cl"
 
 // Storage of each float operand (kernels/storage.cl): X input, P packed weights, W raw weights
 // (depthwise, packing), B bias, R residual, Y output. Arithmetic is in float.
-#ifndef XS
-#define XS F32
-#endif
-#ifndef PS
-#define PS F32
-#endif
-#ifndef WS
-#define WS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
 #define XT STORE_TYPE(XS)
 #define PT STORE_TYPE(PS)
 #define WT STORE_TYPE(WS)

@@ -6,21 +6,7 @@
 // conv.cl; -DHAS_BIAS; -DXS -DWS -DBS -DRS -DYS=F16 for half storage; epilogue.cl's.
 #include "epilogue.cl"
 #include "storage.cl"
-#ifndef XS
-#define XS F32
-#endif
-#ifndef WS
-#define WS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
+#include "operand_storage.cl"
 
 // Global: (ceil(OW/WX)*WX, ceil(OH/WY)*WY, N*M), local (WX, WY, 1).
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void conv_f32_depthwise_wg(

@@ -6,21 +6,7 @@
 // -DHAS_BIAS; -DXS -DWS -DBS -DRS -DYS=F16 for half storage; epilogue.cl's.
 #include "epilogue.cl"
 #include "storage.cl"
-#ifndef XS
-#define XS F32
-#endif
-#ifndef WS
-#define WS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
+#include "operand_storage.cl"
 // The window origin of the work-item's B column (output pixel p), computed once.
 #define TILED_B_COLUMN(p)                                                                   \
   const int col_z0 = (p) / (OH * OW) * SD - PD, col_y0 = (p) / OW % OH * SH - PH, col_x0 = (p) % OW * SW - PW;

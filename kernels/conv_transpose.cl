@@ -5,12 +5,7 @@
 // Build options: -DHAS_BIAS; -DBS=F16 / -DYS=F16: bias / Y stored as half (storage.cl). The
 // columns are float32 scratch.
 #include "storage.cl"
-#ifndef BS
-#define BS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
+#include "operand_storage.cl"
 
 // One work-item per output element; global: (OW, OD*OH, N*G*M_g). p holds the geometry (see
 // ops/conv_ops.cpp).

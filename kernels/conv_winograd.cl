@@ -14,18 +14,7 @@
 // -DHAS_BIAS; epilogue.cl's options.
 #include "epilogue.cl"
 #include "storage.cl"
-#ifndef XS
-#define XS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
+#include "operand_storage.cl"
 
 // x: [N][C][H][W]; V: [16][C][P], P = N * TH * TW tiles, tile (ty, tx) reading input rows
 // 2*ty - pad_t .. +3 and columns 2*tx - pad_l .. +3.

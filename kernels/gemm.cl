@@ -16,27 +16,10 @@
 
 #include "epilogue.cl"
 #include "storage.cl"
+#include "operand_storage.cl"
 
 // Storage of each float operand (kernels/storage.cl): A, P packed B, B raw B (packing), C,
 // R residual, Y. Arithmetic is in float.
-#ifndef AS
-#define AS F32
-#endif
-#ifndef PS
-#define PS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef CS
-#define CS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)

@@ -6,21 +6,7 @@
 // -DHAS_C; epilogue.cl's.
 #include "epilogue.cl"
 #include "storage.cl"
-#ifndef AS
-#define AS F32
-#endif
-#ifndef BS
-#define BS F32
-#endif
-#ifndef CS
-#define CS F32
-#endif
-#ifndef RS
-#define RS F32
-#endif
-#ifndef YS
-#define YS F32
-#endif
+#include "operand_storage.cl"
 #include "tiled.cl"
 
 // batch_off[2*b]: offset of A[b] (elements); batch_off[2*b+1]: offset of B[b].

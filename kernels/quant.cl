@@ -15,7 +15,6 @@
 // Build options:
 //   -DXT=char|uchar -DYT=char|uchar|int   input and output element types
 //   -DOUT_I32                            output the raw int32 sums (ConvInteger, MatMulInteger)
-//   -DOUT_F32                            output the real value as float (no requantization)
 //   -DQMIN=.. -DQMAX=..                  the quantized output's range
 //   -DPACK_WEIGHTS -DWT=char|uchar       the weight packing kernels (-DWZ_PER_CHANNEL: one zero
 //                                        point per output channel / column)
@@ -29,7 +28,7 @@
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
 //         GPU-shaped one
-#include "activation.cl"
+#include "epilogue.cl"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -38,23 +37,15 @@
 #define QMIN 0
 #define QMAX 255
 #endif
-#ifndef ACT_ALPHA
-#define ACT_ALPHA 0.0f
-#endif
-#ifndef ACT_BETA
-#define ACT_BETA 0.0f
-#endif
 
 // Requantizes one accumulator: `m` is x_scale * w_scale / y_scale, `ys` y_scale, `yz` the output
 // zero point. The clamp before rounding keeps the float -> int conversion defined.
 inline int requantize(int acc, float m, float ys, int yz) {
   float v = (float)acc * m;
-#ifdef EPILOGUE_ACT
-#ifdef ACT_SCALED
-  v = EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA);
-#else
-  v = EPILOGUE_ACT(v * ys, ACT_ALPHA, ACT_BETA) / ys;
-#endif
+#if defined(EPILOGUE_ACT) && defined(ACT_SCALED)
+  v = epilogue_act(v);
+#elif defined(EPILOGUE_ACT)
+  v = epilogue_act(v * ys) / ys;
 #endif
   v = clamp(v, (float)(QMIN - yz), (float)(QMAX - yz));
   return (int)rint(v) + yz;
@@ -62,21 +53,11 @@ inline int requantize(int acc, float m, float ys, int yz) {
 
 #if defined(OUT_I32)
 #define STORE_RESULT(Y, o, acc, m, ys, yz) (Y[o] = (acc))
-#elif defined(OUT_F32)
-inline float real_value(int acc, float xw) {
-  float v = (float)acc * xw;
-#ifdef EPILOGUE_ACT
-  v = EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA);
-#endif
-  return v;
-}
-#define STORE_RESULT(Y, o, acc, m, ys, yz) (Y[o] = real_value(acc, m))
 #else
 #define STORE_RESULT(Y, o, acc, m, ys, yz) (Y[o] = (YT)requantize(acc, m, ys, yz))
 #endif
 
-// The multiplier of output channel c: x_scale * w_scale[c] / y_scale for a quantized output,
-// x_scale * w_scale[c] for a float one.
+// The multiplier of output channel c: x_scale * w_scale[c] / y_scale.
 inline float out_multiplier(__global const float* xs, __global const float* ws, __global const float* ys,
                             int c) {
 #ifdef W_PER_CHANNEL
@@ -84,11 +65,7 @@ inline float out_multiplier(__global const float* xs, __global const float* ws, 
 #else
   const float w = ws[0];
 #endif
-#if defined(OUT_F32)
-  return xs[0] * w;
-#else
   return xs[0] * w / ys[0];
-#endif
 }
 
 // ---- accumulation -----------------------------------------------------------------------------
@@ -97,6 +74,20 @@ inline float out_multiplier(__global const float* xs, __global const float* ws, 
 // accumulate with float FMAs (what CPUs and GPUs do fastest) and move the float sums into int32
 // accumulators every CHUNK reduction steps, where CHUNK * max|x - x_zero| * max|w - w_zero| < 2^24
 // (computed on the host from the actual weights): the result is the exact int32 sum.
+
+// The SPAN input columns from iw0 of row xr as floats minus the zero point; columns outside the
+// row give 0 (padding stands for the zero point). `interior`: all of them are inside.
+#define LOAD_SEGMENT(seg, xr, iw0, W, x_zero, interior)                                       \
+  do {                                                                                       \
+    if (interior) {                                                                          \
+      _Pragma("unroll") for (int t_ = 0; t_ < SPAN; ++t_) seg[t_] = (float)xr[iw0 + t_] - x_zero; \
+    } else {                                                                                 \
+      _Pragma("unroll") for (int t_ = 0; t_ < SPAN; ++t_) {                                  \
+        const int iw_ = iw0 + t_;                                                            \
+        seg[t_] = iw_ >= 0 && iw_ < W ? (float)xr[iw_] - x_zero : 0.0f;                      \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
 
 // ---- weight packing -------------------------------------------------------------------------
 // W [G*M_g][K] (K = C_g * taps) of type WT -> [G][blocks][K][OCB] floats, minus the zero point of
@@ -222,16 +213,7 @@ __kernel void qconv(__global const XT* restrict X, __global const float* restric
           const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
           const __global float* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
           float seg[SPAN];
-          if (interior) {
-#pragma unroll
-            for (int t = 0; t < SPAN; ++t) seg[t] = (float)xr[iw0 + t] - x_zero;
-          } else {
-#pragma unroll
-            for (int t = 0; t < SPAN; ++t) {
-              const int iw = iw0 + t;
-              seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
-            }
-          }
+          LOAD_SEGMENT(seg, xr, iw0, W, x_zero, interior);
 #pragma unroll
           for (int kw = 0; kw < KW; ++kw) {
             const fvec w = fvec_load(kw, wr);
@@ -382,16 +364,7 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
         if (ih < 0 || ih >= H) continue;
         const __global XT* xr = X + ((long)id * H + ih) * W;
         float seg[SPAN];
-        if (interior) {
-#pragma unroll
-          for (int t = 0; t < SPAN; ++t) seg[t] = (float)xr[iw0 + t] - x_zero;
-        } else {
-#pragma unroll
-          for (int t = 0; t < SPAN; ++t) {
-            const int iw = iw0 + t;
-            seg[t] = iw >= 0 && iw < W ? (float)xr[iw] - x_zero : 0.0f;
-          }
-        }
+        LOAD_SEGMENT(seg, xr, iw0, W, x_zero, interior);
 #pragma unroll
         for (int kw = 0; kw < KW; ++kw) {
           float lane[OWB];

@@ -119,25 +119,8 @@ Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spat
   return w;
 }
 
-namespace {
-
-// Float32 and float16 tensors (float16: stored as half, computed in float); all the same type.
-void require_float(const OpContext& ctx, int i) {
-  const DType t = ctx.in_type(i);
-  if (t != DType::Float32 && t != DType::Float16)
-    ctx.unsupported(std::string("only float32 and float16 are supported, input ") + std::to_string(i) + " is " +
-                    ocl_infer::dtype_name(t));
-  if (t != ctx.in_type(0)) ctx.fail("input " + std::to_string(i) + " has another type than input 0");
-}
-
-// ---- Conv ----------------------------------------------------------------------------------
-struct ConvShape {
-  int64_t N, C, M, G;
-  Window w;
-};
-
-ConvShape conv_shape(const OpContext& ctx) {
-  const Shape &x = ctx.in_shape(0), &wt = ctx.in_shape(1);
+ConvShape conv_shape(const OpContext& ctx, int x_slot, int w_slot, int bias_slot) {
+  const Shape &x = ctx.in_shape(x_slot), &wt = ctx.in_shape(w_slot);
   if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + list(x));
   if (wt.size() != x.size())
     ctx.fail("weights " + list(wt) + " must have the rank of the input " + list(x));
@@ -153,12 +136,24 @@ ConvShape conv_shape(const OpContext& ctx) {
   if (wt[1] * s.G != s.C)
     ctx.fail("weights " + list(wt) + " expect " + std::to_string(wt[1] * s.G) +
              " input channels, X " + list(x) + " has " + std::to_string(s.C));
-  if (ctx.has_input(2) && ctx.in_shape(2) != Shape{s.M})
-    ctx.fail("bias " + list(ctx.in_shape(2)) + " must have shape [" + std::to_string(s.M) + "]");
+  if (bias_slot >= 0 && ctx.has_input(bias_slot) && ctx.in_shape(bias_slot) != Shape{s.M})
+    ctx.fail("bias " + list(ctx.in_shape(bias_slot)) + " must have shape [" + std::to_string(s.M) + "]");
   s.w = window_geometry(ctx, spatial(x), spatial(wt), true, false);
   return s;
 }
 
+namespace {
+
+// Float32 and float16 tensors (float16: stored as half, computed in float); all the same type.
+void require_float(const OpContext& ctx, int i) {
+  const DType t = ctx.in_type(i);
+  if (t != DType::Float32 && t != DType::Float16)
+    ctx.unsupported(std::string("only float32 and float16 are supported, input ") + std::to_string(i) + " is " +
+                    ocl_infer::dtype_name(t));
+  if (t != ctx.in_type(0)) ctx.fail("input " + std::to_string(i) + " has another type than input 0");
+}
+
+// ---- Conv ----------------------------------------------------------------------------------
 void conv_infer(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
     if (ctx.has_input(i)) require_float(ctx, i);

@@ -23,6 +23,15 @@ struct Window {
 Window window_geometry(const OpContext& ctx, const std::vector<int64_t>& in_spatial,
                        const std::vector<int64_t>& kernel, bool has_dilations, bool ceil_mode);
 
+// A convolution's sizes: batch, input channels, output channels, groups and the window geometry,
+// from input X (slot x_slot) and weights [M][C/G][k...] (slot w_slot); fails naming the node for
+// ranks, group counts and a bias (slot bias_slot, -1: none) that do not fit.
+struct ConvShape {
+  int64_t N, C, M, G;
+  Window w;
+};
+ConvShape conv_shape(const OpContext& ctx, int x_slot = 0, int w_slot = 1, int bias_slot = 2);
+
 // `v` (rank <= 3) right-aligned into three dims, the leading ones set to `fill`, so 1-D and 2-D
 // windows run through 3-D kernels.
 std::array<int64_t, 3> to3(const std::vector<int64_t>& v, int64_t fill);

@@ -375,32 +375,14 @@ int64_t product_of(const std::vector<int64_t>& v) {
 }
 
 // ---- QLinearConv / ConvInteger -------------------------------------------------------------
-struct QConvShape {
-  int64_t N, C, M, G;
-  Window w;
-};
-
-QConvShape qconv_shape(const OpContext& ctx) {
+// The bias (slot 8) is checked with the other quantization operands (check_product).
+ConvShape qconv_shape(const OpContext& ctx) {
   const QSlots& q = slots_of(ctx);
-  const Shape &x = ctx.in_shape(q.x), &wt = ctx.in_shape(q.w);
-  if (x.size() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + shape_to_string(x));
-  if (wt.size() != x.size())
-    ctx.fail("weights " + shape_to_string(wt) + " must have the rank of the input " + shape_to_string(x));
-  if (x.size() > 5) ctx.unsupported("convolutions over more than 3 spatial dims are not supported");
-  QConvShape s;
-  s.N = x[0];
-  s.C = x[1];
-  s.M = wt[0];
-  s.G = ctx.node().attr_int("group", 1);
-  if (s.G < 1 || s.C % s.G != 0 || s.M % s.G != 0 || wt[1] * s.G != s.C)
-    ctx.fail("group " + std::to_string(s.G) + " does not fit the input channels (" + std::to_string(s.C) +
-             ") and the weights " + shape_to_string(wt));
-  s.w = window_geometry(ctx, {x.begin() + 2, x.end()}, {wt.begin() + 2, wt.end()}, true, false);
-  return s;
+  return conv_shape(ctx, q.x, q.w, -1);
 }
 
 void qconv_infer(OpContext& ctx) {
-  QConvShape s = qconv_shape(ctx);
+  ConvShape s = qconv_shape(ctx);
   const DType yt = check_product(ctx, s.M);
   Shape out{s.N, s.M};
   out.insert(out.end(), s.w.out.begin(), s.w.out.end());
@@ -410,7 +392,7 @@ void qconv_infer(OpContext& ctx) {
 // ---- QLinearConv / ConvInteger: kernel variants ---------------------------------------------
 // Everything a variant needs to know about one node (see ops/variants.hpp).
 struct QConvDesc {
-  QConvShape s;
+  ConvShape s;
   int64_t C_g = 0, M_g = 0, taps = 0, K = 0;
   std::array<int64_t, 3> in3{}, out3{}, k3{}, st3{}, d3{}, pb3{};
   bool pointwise = false;

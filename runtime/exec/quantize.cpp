@@ -182,15 +182,7 @@ struct Rewriter {
   std::vector<Node>& out;
   std::set<std::string> names;
 
-  int constant(const std::string& name, Tensor t) {
-    const int v = g.add_value(unique(name));
-    Value& val = g.values[static_cast<size_t>(v)];
-    val.dtype = t.dtype;
-    val.shape = t.shape;
-    val.shape_known = true;
-    val.data = std::make_shared<const Tensor>(std::move(t));
-    return v;
-  }
+  int constant(const std::string& name, Tensor t) { return g.add_constant(unique(name), std::move(t)); }
   int value(const std::string& name, DType t) {
     const int v = g.add_value(unique(name));
     g.values[static_cast<size_t>(v)].dtype = t;

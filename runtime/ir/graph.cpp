@@ -75,6 +75,16 @@ int Graph::add_value(const std::string& name) {
   return static_cast<int>(values.size()) - 1;
 }
 
+int Graph::add_constant(const std::string& name, Tensor t) {
+  const int id = add_value(name);
+  Value& v = values.back();
+  v.dtype = t.dtype;
+  v.shape = t.shape;
+  v.shape_known = true;
+  v.data = std::make_shared<const Tensor>(std::move(t));
+  return id;
+}
+
 void Graph::compact() {
   std::vector<Node> kept;
   for (auto& n : nodes)

@@ -102,6 +102,8 @@ struct Graph {
   // other node, no graph output); else -1.
   int sole_reader(int v) const;
   int add_value(const std::string& name);
+  // A new constant value holding `t` (shape and dtype from it); returns its id.
+  int add_constant(const std::string& name, Tensor t);
 };
 
 // "Conv+BatchNormalization+Relu" for a fused node, else its op type.

@@ -30,16 +30,6 @@ int64_t out_channels(const Graph& g, int pi, const ChannelAffine** affine) {
   return a.channels(OpContext(g, pi));
 }
 
-int new_constant(Graph& g, const std::string& name, Tensor t) {
-  int id = g.add_value(name);
-  Value& v = g.values[id];
-  v.dtype = t.dtype;
-  v.shape = t.shape;
-  v.shape_known = true;
-  v.data = std::make_shared<const Tensor>(std::move(t));
-  return id;
-}
-
 // Rewrites p so that its output becomes out * scale[c] + shift[c].
 void apply_affine(Graph& g, int pi, const ChannelAffine& a, const std::vector<double>& scale,
                   const std::vector<double>& shift) {
@@ -57,8 +47,8 @@ void apply_affine(Graph& g, int pi, const ChannelAffine& a, const std::vector<do
   Tensor nb(DType::Float32, {C});
   for (int64_t c = 0; c < C; ++c) nb.data<float>()[c] = static_cast<float>(bias[c] * scale[c] + shift[c]);
   const std::string wname = g.values[p.inputs[a.weight_input]].name + "/folded", bname = p.name + "/folded_bias";
-  const int wid = new_constant(g, wname, std::move(nw));
-  const int bid = new_constant(g, bname, std::move(nb));
+  const int wid = g.add_constant(wname, std::move(nw));
+  const int bid = g.add_constant(bname, std::move(nb));
   Node& q = g.nodes[pi];
   q.inputs[a.weight_input] = wid;
   if (static_cast<int>(q.inputs.size()) <= a.bias_input) q.inputs.resize(a.bias_input + 1, -1);

@@ -73,21 +73,10 @@ bool qparams(const Graph& g, int ni, const Shape& data, bool allow_axis, QParams
   return true;
 }
 
-// A new constant value.
-int add_constant(Graph& g, const std::string& name, Tensor t) {
-  const int v = g.add_value(name);
-  Value& val = g.values[v];
-  val.dtype = t.dtype;
-  val.shape = t.shape;
-  val.shape_known = true;
-  val.data = std::make_shared<const Tensor>(std::move(t));
-  return v;
-}
-
 // The zero point of a Q/DQ (a new zero constant of `type` when omitted).
 int zero_point_value(Graph& g, const QParams& q, DType type, const std::string& name) {
   if (q.zero >= 0) return q.zero;
-  return add_constant(g, name + "_zero_point", Tensor(type, {}));
+  return g.add_constant(name + "_zero_point", Tensor(type, {}));
 }
 
 double scalar_f(const Graph& g, int v) { return host_get_f(*g.values[v].data, 0); }
@@ -227,10 +216,10 @@ bool fuse_product(Graph& g, int pi) {
     Tensor tt(t.dtype, {K, N});
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) tt.bytes[static_cast<size_t>(k * N + n)] = t.bytes[static_cast<size_t>(n * K + k)];
-    wv = add_constant(g, base + "_weights_kn", std::move(tt));
+    wv = g.add_constant(base + "_weights_kn", std::move(tt));
   }
   int bv = -1;
-  if (bias >= 0) bv = add_constant(g, base + "_bias_int32", std::move(b32));
+  if (bias >= 0) bv = g.add_constant(base + "_bias_int32", std::move(b32));
 
   Node& np = g.nodes[pi];  // add_value may not move nodes, but keep the reference fresh
   absorb(np, g.nodes[dx]);
@@ -340,7 +329,7 @@ bool fuse_into_quantized_op(Graph& g, int qi) {
       } else {
         Tensor v(t, {});
         host_set_i(v, 0, static_cast<int64_t>(q));
-        const int cv = add_constant(g, base + "_pad_value", std::move(v));
+        const int cv = g.add_constant(base + "_pad_value", std::move(v));
         Node& pn = g.nodes[pi];
         if (pn.inputs.size() < 3) pn.inputs.resize(3, -1);
         pn.inputs[2] = cv;
