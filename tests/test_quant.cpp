@@ -716,3 +716,81 @@ TEST(Quantizer, WritesAQdqModelThatRunsInIntegerKernels) {
   EXPECT_TRUE(ocl_infer::model_is_quantized(qpath));
   EXPECT_THROW(ocl_infer::quantize_model(qpath, calib, {}), ocl_infer::ModelError);
 }
+
+// Shapes the fusion pass must not get wrong: a Concat of 100 DequantizeLinear outputs with their
+// own parameters (some the output's), and one DequantizeLinear read by two fused convs and by a
+// graph output. Fused (-O1) against the graph as written (-O0) and against the reference.
+TEST(Quant, FusionOfManyOperandsAndSharedReaders) {
+  std::mt19937 rng(77);
+  {
+    const int K = 100;
+    ModelBuilder m(13);
+    m.initializer("ys", scalar_f(0.05f)).initializer("yz", scalar_q(DType::UInt8, 7));
+    std::vector<std::string> dqs;
+    std::map<std::string, Tensor> feeds;
+    std::vector<float> s(K);
+    std::vector<int> z(K);
+    for (int k = 0; k < K; ++k) {
+      const std::string n = "x" + std::to_string(k);
+      s[k] = k % 3 == 0 ? 0.05f : 0.01f * static_cast<float>(k % 7 + 1);
+      z[k] = k % 3 == 0 ? 7 : (k * 37) % 256;
+      m.input(n, DType::UInt8, {1, 1 + k % 2, 3});
+      m.initializer(n + "s", scalar_f(s[k])).initializer(n + "z", scalar_q(DType::UInt8, z[k]));
+      m.node("DequantizeLinear", {n, n + "s", n + "z"}, {n + "f"});
+      dqs.push_back(n + "f");
+      feeds[n] = random_q(DType::UInt8, {1, 1 + k % 2, 3}, rng);
+    }
+    attr_i(m.node("Concat", dqs, {"c"}), "axis", 1);
+    m.node("QuantizeLinear", {"c", "ys", "yz"}, {"y"});
+    m.output("y");
+    ocl_infer::SessionOptions plain;
+    plain.optimization_level = 0;
+    auto fused = open_session(m);
+    const Tensor a = fused.run(feeds)["y"], b = open_session(m, plain).run(feeds)["y"];
+    EXPECT_EQ(fused.executed_nodes().size(), 1u) << "the 100 DequantizeLinear, Concat and QuantizeLinear as one QLinearConcat";
+    EXPECT_EQ(mismatches(a, b), 0) << "fused QLinearConcat differs from DequantizeLinear/Concat/QuantizeLinear";
+    int64_t at = 0, bad = 0;
+    for (int k = 0; k < K; ++k) {
+      const Tensor& x = feeds["x" + std::to_string(k)];
+      for (int64_t i = 0; i < x.numel(); ++i, ++at)
+        bad += geti(a, at) != quantize_ref(static_cast<float>(geti(x, i) - z[k]) * s[k], 0.05f, 7, DType::UInt8);
+    }
+    EXPECT_EQ(at, a.numel());
+    EXPECT_EQ(bad, 0);
+  }
+  {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 4, 7, 9});
+    m.initializer("xs", scalar_f(0.02f)).initializer("xz", scalar_q(DType::UInt8, 128));
+    m.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"});
+    m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xd"});
+    for (const char* c : {"a", "b"}) {
+      const std::string n = c;
+      m.initializer(n + "w", random_q(DType::Int8, {5, 4, 3, 3}, rng)).initializer(n + "ws", scalar_f(0.01f));
+      m.initializer(n + "wz", scalar_q(DType::Int8, 0));
+      m.initializer(n + "ys", scalar_f(0.2f)).initializer(n + "yz", scalar_q(DType::UInt8, 100));
+      m.node("DequantizeLinear", {n + "w", n + "ws", n + "wz"}, {n + "wf"});
+      attr_ints(m.node("Conv", {"xd", n + "wf"}, {n + "c"}), "pads", {1, 1, 1, 1});
+      m.node("QuantizeLinear", {n + "c", n + "ys", n + "yz"}, {n + "y"});
+      m.output(n + "y");
+    }
+    m.output("xd");
+    ocl_infer::SessionOptions plain;
+    plain.optimization_level = 0;
+    auto fused = open_session(m);
+    Tensor x = random_tensor({1, 4, 7, 9}, rng, -2, 2);
+    auto a = fused.run({{"x", x}});
+    auto b = open_session(m, plain).run({{"x", x}});
+    const std::string plan = fused.dump("plan");
+    size_t convs = 0;
+    for (size_t at = 0; (at = plan.find("quant:qconv", at)) != std::string::npos; ++at) ++convs;
+    EXPECT_EQ(convs, 2u) << plan;
+    EXPECT_EQ(rel_error(a["xd"], b["xd"]), 0.0) << "the shared DequantizeLinear's own output";
+    for (const char* y : {"ay", "by"}) {
+      // Integer requantization against float rounding: at most one step apart.
+      int64_t worst = 0;
+      for (int64_t i = 0; i < a[y].numel(); ++i) worst = std::max<int64_t>(worst, std::llabs(geti(a[y], i) - geti(b[y], i)));
+      EXPECT_LE(worst, 1) << y;
+    }
+  }
+}
