@@ -89,10 +89,10 @@ try:
         CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: E402
 except ImportError as e:
-    sys.exit(f"export_quantized: onnxruntime's quantizer cannot be imported ({e}); it needs "
-             f"onnx >= 1.16 and ml_dtypes (found onnx {onnx.__version__}). Install them with\n"
-             f"  {sys.executable} -m pip install --no-deps --target {DEPS_DIR} "
-             f"onnx==1.17.0 ml_dtypes==0.5.4 numpy==1.26.4")
+    sys.exit(f"export_quantized: onnxruntime's quantizer cannot be imported ({e}). It needs "
+             f"onnx >= 1.16 and ml_dtypes in {DEPS_DIR} (found onnx {onnx.__version__}), and "
+             f"Debian's python3-packaging and python3-sympy; models/install_deps.sh installs "
+             f"all of them.")
 
 import export_efficientnet_lite0 as lite0  # noqa: E402  (this folder is sys.path[0])
 

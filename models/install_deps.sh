@@ -20,6 +20,7 @@ system_python=/usr/bin/python3
 apt_packages=(
     python3-torch python3-torchvision python3-onnx python3-numpy python3-pil
     python3-venv python3-pip
+    python3-packaging python3-sympy
     darknet
 )
 # Pinned: the versions the export scripts were written and checked against. onnxruntime only
@@ -80,6 +81,7 @@ fi
 # onnxruntime's quantization tool (models/export_quantized.py) needs onnx >= 1.16 and ml_dtypes,
 # but the exporters above are checked with Debian's onnx 1.12 and torch 1.13 (built against
 # numpy 1): those go into a folder of their own that only export_quantized.py puts on sys.path.
+# Its model preprocessing (quant_pre_process) also imports packaging and sympy: Debian's, above.
 # onnx 1.17 is the newest that accepts Debian's protobuf 4.21.
 quant_dir="${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}"
 quant_packages=(onnx==1.17.0 ml_dtypes==0.5.4 numpy==1.26.4)
