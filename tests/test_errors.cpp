@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/model_builder.hpp"
 
@@ -139,7 +143,78 @@ TEST(Session, ReplansWhenTheBatchChanges) {
   }
 }
 
+// Lists the files of a folder (names only).
+std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// Whether program binaries are stored is measured on the first build of a device and kept in the
+// cache folder; the second session then either loads the stored binary or builds again, and
+// nothing else is written. A damaged decision file is measured again.
+TEST(KernelCache, BinaryStorageDecisionIsMeasuredAndKept) {
+  char tmpl[] = "/tmp/ocl-infer-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ModelBuilder m;
+  m.input("x", DType::Float32, {3}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  const std::string b = m.bytes();
+  ocl_infer::SessionOptions opt;
+  opt.cache_dir = dir;
+  Tensor x(DType::Float32, {3});
+  for (int i = 0; i < 3; ++i) x.data<float>()[i] = static_cast<float>(i) - 1.f;
+  auto decision = [&]() -> std::pair<int, std::string> {
+    for (auto& f : files_in(dir))
+      if (f.rfind("store-binaries-", 0) == 0) {
+        std::ifstream in(dir + "/" + f);
+        std::string word;
+        int v = -1;
+        in >> word >> v;
+        return {v, f};
+      }
+    return {-1, ""};
+  };
+  for (int round = 0; round < 2; ++round) {
+    {
+      auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+      EXPECT_EQ(s.run({{"x", x}}).at("y").data<float>()[2], 1.f);
+      EXPECT_EQ(s.stats().programs_built, 1);
+    }
+    auto [store, file] = decision();
+    ASSERT_TRUE(store == 0 || store == 1) << "no decision file in " << dir;
+    {
+      auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+      EXPECT_EQ(s.run({{"x", x}}).at("y").data<float>()[0], 0.f);
+      EXPECT_EQ(s.stats().programs_cached, store) << "stored binaries must be loaded, and none kept otherwise";
+    }
+    size_t bins = 0;
+    for (auto& f : files_in(dir)) bins += f.size() > 4 && f.compare(f.size() - 4, 4, ".bin") == 0;
+    EXPECT_EQ(bins, static_cast<size_t>(store));
+    // Damage the decision and drop the entries: the next session measures again.
+    std::ofstream(dir + "/" + file, std::ios::trunc) << "store-binaries banana\n";
+    for (auto& f : files_in(dir))
+      if (f.rfind("store-binaries-", 0) != 0) std::remove((dir + "/" + f).c_str());
+  }
+  for (auto& f : files_in(dir)) std::remove((dir + "/" + f).c_str());
+  rmdir(dir.c_str());
+}
+
 TEST(KernelCache, TruncatedOrForeignEntriesFallBackToCompiling) {
+  // The entries' handling, on every driver: store binaries whatever the measurement says.
+  ScopedEnv store("OCL_INFER_STORE_BINARIES", "1");
   char tmpl[] = "/tmp/ocl-infer-cache-test-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;

@@ -485,40 +485,101 @@ cl_program ClRuntime::load_or_build(const std::string& file, const std::string& 
       }
     }
   }
+  const bool built_now = !prog;
   if (!prog) {
     prog = build_from_source(src, options, file);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.built++;
     }
-    if (!path.empty()) {
-      size_t bsize = 0;
-      if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) ==
-              CL_SUCCESS &&
-          bsize > 0) {
-        std::vector<unsigned char> bin(bsize);
-        unsigned char* bp = bin.data();
-        if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) == CL_SUCCESS) {
-          make_dirs(cache_dir_);
-          // Unique per process and thread: sessions in several threads may write the same entry.
-          static std::atomic<unsigned> counter{0};
-          std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
-          std::ofstream f(tmp, std::ios::binary);
-          uint64_t klen = full_key.size(), blen = bsize;
-          f.write(reinterpret_cast<const char*>(&klen), 8);
-          f.write(full_key.data(), klen);
-          f.write(reinterpret_cast<const char*>(&blen), 8);
-          f.write(reinterpret_cast<const char*>(bin.data()), blen);
-          f.close();
-          if (f) std::rename(tmp.c_str(), path.c_str());
-          else std::remove(tmp.c_str());
-        }
-      }
-    }
+    const double build_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!path.empty() && storing_binaries()) decide_binary_storage(store_binary(prog, path, full_key), build_ms);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (log_) {
+    char line[64];
+    std::snprintf(line, sizeof line, " in %.0f ms", ms);
+    std::lock_guard<std::mutex> l(log_mu_);
+    log_(std::string("kernel program kernels/") + file + ".cl" + (options.empty() ? "" : " [" + options + "]") +
+         (built_now ? " built" : " loaded from the cache") + line);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  stats_.compile_ms += ms;
   return prog;
+}
+
+double ClRuntime::store_binary(cl_program prog, const std::string& path, const std::string& full_key) {
+  auto t0 = std::chrono::steady_clock::now();
+  size_t bsize = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) != CL_SUCCESS || bsize == 0)
+    return 0;
+  std::vector<unsigned char> bin(bsize);
+  unsigned char* bp = bin.data();
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) != CL_SUCCESS) return 0;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  make_dirs(cache_dir_);
+  // Unique per process and thread: sessions in several threads may write the same entry.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  std::ofstream f(tmp, std::ios::binary);
+  uint64_t klen = full_key.size(), blen = bsize;
+  f.write(reinterpret_cast<const char*>(&klen), 8);
+  f.write(full_key.data(), klen);
+  f.write(reinterpret_cast<const char*>(&blen), 8);
+  f.write(reinterpret_cast<const char*>(bin.data()), blen);
+  f.close();
+  if (f) std::rename(tmp.c_str(), path.c_str());
+  else std::remove(tmp.c_str());
+  return ms;
+}
+
+bool ClRuntime::storing_binaries() {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  if (store_binaries_ >= 0) return store_binaries_ == 1;
+  if (const char* e = std::getenv("OCL_INFER_STORE_BINARIES"); e && (std::string(e) == "0" || std::string(e) == "1")) {
+    store_binaries_ = std::string(e) == "1";
+    return store_binaries_ == 1;
+  }
+  // One decision per device and driver, next to the entries it concerns.
+  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
+                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(device_key)));
+  policy_path_ = cache_dir_ + "/store-binaries-" + hex + ".txt";
+  std::ifstream f(policy_path_);
+  std::string word;
+  int v = -1;
+  // "store-binaries 0|1 ..." (the rest of the line says why); anything else is measured again.
+  if (f >> word >> v && word == "store-binaries" && (v == 0 || v == 1)) store_binaries_ = v;
+  return store_binaries_ != 0;
+}
+
+void ClRuntime::decide_binary_storage(double retrieve_ms, double build_ms) {
+  char why[160];
+  {
+    std::lock_guard<std::mutex> lock(policy_mu_);
+    if (store_binaries_ >= 0 || retrieve_ms <= 0) return;
+    // A driver that compiled in clBuildProgram hands out its binary as a copy; one that takes more
+    // than a quarter of the build (and over 100 ms) compiles again. The first build of a process
+    // also carries the driver's start-up, hence the share rather than a plain comparison.
+    store_binaries_ = retrieve_ms <= std::max(100.0, build_ms / 4) ? 1 : 0;
+    std::snprintf(why, sizeof why, "reading a program binary back took %.0f ms, its build %.0f ms", retrieve_ms,
+                  build_ms);
+    make_dirs(cache_dir_);
+    const std::string tmp = policy_path_ + ".tmp." + std::to_string(getpid());
+    std::ofstream f(tmp);
+    f << "store-binaries " << store_binaries_ << " (" << why << ")\n";
+    f.close();
+    if (f) std::rename(tmp.c_str(), policy_path_.c_str());
+    else std::remove(tmp.c_str());
+  }
+  if (log_) {
+    std::lock_guard<std::mutex> l(log_mu_);
+    log_(store_binaries_ ? std::string("kernel cache: storing program binaries (") + why + ")"
+                         : std::string("kernel cache: this driver compiles again to hand out binaries (") + why +
+                               "); ocl-infer stores none for this device and relies on the driver's own cache");
+  }
 }
 
 cl_program ClRuntime::program(const std::string& file, const std::string& options) {

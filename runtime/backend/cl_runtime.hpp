@@ -116,6 +116,14 @@ class ClRuntime {
   cl_program load_or_build(const std::string& file, const std::string& options);
   cl_program build_from_source(const std::string& src, const std::string& options,
                                const std::string& file);
+  // Whether programs built from source go to the disk cache (see store_binaries_).
+  bool storing_binaries();
+  // Reads the binary of `prog` back from the driver and writes the cache entry; returns the
+  // milliseconds the read-back took.
+  double store_binary(cl_program prog, const std::string& path, const std::string& full_key);
+  // After the first read-back measured on this device: keep storing binaries only when reading
+  // them back costs less than the builds they save.
+  void decide_binary_storage(double retrieve_ms, double build_ms);
 
   DeviceHandle dev_;
   cl_context context_ = nullptr;
@@ -132,6 +140,14 @@ class ClRuntime {
   std::condition_variable slots_cv_;
   int free_slots_ = 0;
   CompileStats stats_;
+  // Storing binaries in the disk cache: 1 yes, 0 no, -1 not decided yet. Drivers that compile
+  // kernels lazily (PoCL: at the first launch) compile every kernel of a program again, without
+  // specialisation, to hand out its binary, which cost 0.55 s per program against a 0.2 s build;
+  // such drivers keep their own cache. The first read-back on a device measures this and the
+  // decision is kept in the cache directory ($OCL_INFER_STORE_BINARIES=1|0 overrides it).
+  int store_binaries_ = -1;
+  std::string policy_path_;
+  std::mutex policy_mu_;
 };
 
 }  // namespace oi
