@@ -16,7 +16,8 @@
 // one or more channels, 8 pixels per vector, with the row geometry compiled in; weights read
 // directly as [C_out][1][KH][KW].
 //
-// All end with the node's fused epilogue: y = act(conv + bias + residual) (see epilogue.cl).
+// All end with the node's fused epilogue: y = act(conv + bias + residual) (see epilogue.cl); the
+// packed and pointwise kernels take Relu/Clip bounds and the residual at run time.
 //
 // Build options:
 //   -DOCB=4|8|16 -DOWB=n                 packed kernel and its weight packing, register block
@@ -98,7 +99,8 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
                               __global const BT* restrict bias,
                               __global const RT* restrict residual, __global YT* restrict Y,
                               int C_g, int D, int H, int W, int M_g, int OD, int OH, int OW, int G,
-                              int oc_blocks, int pad_d, int pad_h, int pad_w) {
+                              int oc_blocks, int pad_d, int pad_h, int pad_w, float act_lo,
+                              float act_hi) {
   const int ob = get_global_id(0);
   const int ow0 = get_global_id(1) * OWB;
   if (ob >= oc_blocks || ow0 >= OW) return;
@@ -153,10 +155,8 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
       WSTORE(acc[j], 0, r);
       for (int c = 0; c < channels; ++c) {
         const long o = y0 + c * oplane + j;
-#ifdef HAS_RESIDUAL
-        r[c] += LD(RS, residual, o);
-#endif
-        ST(YS, Y, o, epilogue_act(r[c]));
+        if (residual) r[c] += LD(RS, residual, o);
+        ST(YS, Y, o, epilogue_clamp(epilogue_act(r[c]), act_lo, act_hi));
       }
     }
   }
@@ -184,7 +184,7 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
                                  __global const BT* restrict bias,
                                  __global const RT* restrict residual,
                                  __global YT* restrict Y, int C_g, int P, int M_g, int G,
-                                 int oc_blocks) {
+                                 int oc_blocks, float act_lo, float act_hi) {
   const int ob = get_global_id(0);
   const int p0 = min((int)get_global_id(1) * PIX, P - PIX);
   const int ng = get_global_id(2);
@@ -228,10 +228,9 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
       for (int v = 0; v < PXV; ++v) {
         const long o = y0 + (long)c * P + v * PXB;
         xvec r = acc[c][v];
-#ifdef HAS_RESIDUAL
-        r += LDN(RS, PXB, residual + o, 0);
-#endif
-        STN(YS, PXB, Y + o, 0, EPILOGUE_VEC(r, PXB));
+        if (residual) r += LDN(RS, PXB, residual + o, 0);
+        r = EPILOGUE_VEC(r, PXB);
+        STN(YS, PXB, Y + o, 0, EPILOGUE_CLAMP_VEC(r, xvec, act_lo, act_hi));
       }
     }
   }

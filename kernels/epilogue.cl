@@ -6,6 +6,10 @@
 //   -DEPILOGUE_ACT_VECTOR_FN=f        else functions f_float4/8/16 apply it to whole vectors
 //   -DACT_ALPHA=.. -DACT_BETA=..      its parameters
 //   -DHAS_RESIDUAL                    the kernel also reads a residual tensor
+// Kernels that take the epilogue at run time (conv_f32_packed, conv_f32_pointwise) add a clamp to
+// [act_lo, act_hi] after the compiled activation and read the residual when its pointer is not
+// null: one program then serves identity, Relu, Clip and any residual add (ops/epilogue.cpp's
+// epilogue_defines_runtime).
 #include "activation.cl"
 
 #ifndef ACT_ALPHA
@@ -59,3 +63,9 @@ inline float16 epilogue_vec16(float16 v) {
 #else
 #define EPILOGUE_VEC(v, N) (v)
 #endif
+
+// y < lo ? lo : y > hi ? hi : y, as ACT_CLIP (NaN stays NaN, lo wins when lo > hi).
+inline float epilogue_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+// The same on a vector of type T.
+#define EPILOGUE_CLAMP_VEC(v, T, lo, hi) \
+  select(select((v), (T)(hi), (v) > (T)(hi)), (T)(lo), (v) < (T)(lo))

@@ -218,19 +218,24 @@ ConvDesc conv_desc(const OpContext& ctx) {
 }
 
 // The operands and build options every variant shares.
+// With a run-time epilogue (conv_f32_packed, conv_f32_pointwise: kernels/epilogue.cl) Relu/Clip
+// are the bounds lo/hi and an absent residual is a null pointer, so that one program serves
+// the convs of a network that differ only in those (resnet18: 11 conv programs -> 7).
 struct ConvArgs {
   cl_mem x, bias, residual, y;
   std::string tail;  // bias and epilogue options
+  float lo = 0, hi = 0;  // run-time epilogue bounds
 };
 
-ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d) {
+ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d, bool runtime_epilogue = false) {
   ConvArgs a;
   const Epilogue& epi = ctx.node().epilogue;
   a.x = ctx.in_buf(0);
   a.y = ctx.out_buf(0);
   a.bias = d.has_bias ? ctx.in_buf(2) : a.x;  // any valid buffer stands in for an absent one
-  a.residual = epi.residual >= 0 ? ctx.value(epi.residual).mem : a.x;
-  a.tail = std::string(d.has_bias ? " -DHAS_BIAS" : "") + epilogue_defines(epi) +
+  a.residual = epi.residual >= 0 ? ctx.value(epi.residual).mem : runtime_epilogue ? nullptr : a.x;
+  a.tail = std::string(d.has_bias ? " -DHAS_BIAS" : "") +
+           (runtime_epilogue ? epilogue_defines_runtime(epi, &a.lo, &a.hi) : epilogue_defines(epi)) +
            BuildContext::storage_option("XS", ctx.input(0).dtype) +
            BuildContext::storage_option("WS", ctx.input(1).dtype) +
            (d.has_bias ? BuildContext::storage_option("BS", ctx.input(2).dtype) : "") +
@@ -346,7 +351,7 @@ bool pw_applies_with_defaults(const ConvDesc& d, const DeviceCaps& c) {
 }
 
 void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
-  const ConvArgs a = conv_args(ctx, d);
+  const ConvArgs a = conv_args(ctx, d, true);
   const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
   const int64_t P = product(d.s.w.in), blocks = (d.M_g + ocb - 1) / ocb, pix = static_cast<int64_t>(pxb) * pxv;
   std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPOINTWISE -DPXB=" + std::to_string(pxb) +
@@ -354,7 +359,8 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   cl_mem wp = packed_weights(ctx, d, ocb, &opts);
   ctx.launch("conv", "conv_f32_pointwise", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>((P + pix - 1) / pix), static_cast<size_t>(d.s.N * d.s.G)},
-             {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks));
+             {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks),
+             a.lo, a.hi);
 }
 
 // packed: the general implicit GEMM (any rank <= 3, groups, strides, dilations, padding): a
@@ -379,7 +385,7 @@ bool packed_valid(const ConvDesc&, const DeviceCaps&, const VariantParams& p) {
 }
 
 void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
-  const ConvArgs a = conv_args(ctx, d);
+  const ConvArgs a = conv_args(ctx, d, true);
   const int ocb = p.at("ocb"), owb = p.at("owb");
   const int64_t blocks = (d.M_g + ocb - 1) / ocb;
   const auto in3 = d.pointwise ? packed_out3(d) : d.in3;
@@ -392,7 +398,7 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
               static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1])},
              {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(in3[0]), i32(in3[1]), i32(in3[2]),
              i32(d.M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
-             i32(d.pb3[1]), i32(d.pb3[2]));
+             i32(d.pb3[1]), i32(d.pb3[2]), a.lo, a.hi);
 }
 
 // tiled: the GPU-shaped implicit GEMM (kernels/conv_tiled.cl), per image and group

@@ -1,5 +1,8 @@
 #include "ops/epilogue.hpp"
 
+#include <cstring>
+#include <limits>
+
 #include "ops/core/activation.hpp"
 #include "ops/elementwise.hpp"
 
@@ -16,6 +19,23 @@ std::string epilogue_defines(const Epilogue& e) {
   }
   if (e.residual >= 0) s += " -DHAS_RESIDUAL";
   return s;
+}
+
+std::string epilogue_defines_runtime(const Epilogue& e, float* lo, float* hi) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  *lo = -kInf;
+  *hi = kInf;
+  if (e.act && std::strcmp(e.act->kernel, "RELU") == 0) {
+    *lo = 0.0f;
+  } else if (e.act && std::strcmp(e.act->kernel, "CLIP") == 0) {
+    *lo = e.alpha;
+    *hi = e.beta;
+  } else if (e.act) {
+    Epilogue compiled = e;
+    compiled.residual = -1;
+    return epilogue_defines(compiled);
+  }
+  return "";
 }
 
 }  // namespace oi

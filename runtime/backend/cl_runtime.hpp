@@ -146,6 +146,7 @@ class ClRuntime {
   // such drivers keep their own cache. The first read-back on a device measures this and the
   // decision is kept in the cache directory ($OCL_INFER_STORE_BINARIES=1|0 overrides it).
   int store_binaries_ = -1;
+  int fast_reads_ = 0;  // fast read-backs measured while undecided
   std::string policy_path_;
   std::mutex policy_mu_;
 };
