@@ -254,8 +254,9 @@ cl_mem packed_weights(BuildContext& ctx, const ConvDesc& d, int ocb, std::string
   if (ctx.is_const(1)) {
     const DType st = ctx.input(1).dtype;
     *opts += BuildContext::storage_option("PS", st);
+    Tensor widened;
     return ctx.constant_floats(
-        pack_conv_weights(convert_elements(ctx.in_data(1), DType::Float32), d.s.G, d.M_g, K, ocb), st);
+        pack_conv_weights(as_float32(ctx.in_data(1), &widened), d.s.G, d.M_g, K, ocb), st);
   }
   cl_mem wp = ctx.scratch(DType::Float32, {d.s.G * blocks * K * ocb}).mem;
   ctx.launch("conv", "conv_f32_pack_weights", *opts,
@@ -485,7 +486,8 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, P = N * TH * TW;
   if (16 * P * std::max(C, M) > INT_MAX) ctx.unsupported("feature maps too large for the Winograd variant");
   // Packed into a device constant inside launch_gemm_packed: the host tensor only lives here.
-  const Tensor u = winograd_weights(convert_elements(ctx.in_data(1), DType::Float32), M, C);
+  Tensor widened;
+  const Tensor u = winograd_weights(as_float32(ctx.in_data(1), &widened), M, C);
   cl_mem V = ctx.scratch(DType::Float32, {16 * P * C}).mem;
   cl_mem Mt = ctx.scratch(DType::Float32, {16 * P * M}).mem;
   ctx.launch("conv_winograd", "winograd_input", a.tail, {static_cast<size_t>(P), static_cast<size_t>(C)}, {},

@@ -93,7 +93,8 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   } else if (ctx.is_const(d.b_input)) {
     const DType st = ctx.input(d.b_input).dtype;
     packed_opts = BuildContext::storage_option("PS", st);
-    bp = ctx.constant_floats(pack_b_host(convert_elements(ctx.in_data(d.b_input), DType::Float32), d, nr, npad), st);
+    Tensor widened;
+    bp = ctx.constant_floats(pack_b_host(as_float32(ctx.in_data(d.b_input), &widened), d, nr, npad), st);
   } else {
     bp = ctx.scratch(DType::Float32, {d.b_count * npad * d.K}).mem;
     ctx.launch("gemm", "gemm_f32_pack_b", opts,

@@ -50,6 +50,12 @@ Tensor convert_elements(const Tensor& t, DType to) {
   return r;
 }
 
+const Tensor& as_float32(const Tensor& t, Tensor* widened) {
+  if (t.dtype == DType::Float32) return t;
+  *widened = convert_elements(t, DType::Float32);
+  return *widened;
+}
+
 double host_get_f(const Tensor& t, int64_t i) {
   switch (t.dtype) {
     case DType::Float32: return t.data<float>()[i];

@@ -19,6 +19,8 @@ uint16_t float_to_half(float f);
 // The same elements in another float type (float32 <-> float16: the storage conversions; float16
 // rounds to nearest even). Throws for other pairs.
 Tensor convert_elements(const Tensor& t, DType to);
+// t itself when it is float32, else its float32 copy kept in *widened (no copy of float32 weights).
+const Tensor& as_float32(const Tensor& t, Tensor* widened);
 
 // Index into an input of shape `in` broadcast to `out`, for flat output index `i`.
 int64_t broadcast_index(const Shape& out, const Shape& in, int64_t i);
