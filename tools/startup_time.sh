@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Process start -> printed result of one CLI run, with every kernel cache empty, then warm.
+#
+#   tools/startup_time.sh [--rounds N] [BINARY] [MODEL] [IMAGE]
+#
+# Defaults: build/ocl-infer, build/models/resnet18.onnx, darknet's dog.jpg. Each round uses fresh
+# cache folders (PoCL's and ocl-infer's) and prints: cold (both empty), driver-only (ocl-infer's
+# cache emptied after the cold run, PoCL's kept) and two warm runs, in seconds. Run it for two
+# builds in alternation to compare them; this machine's timings drift, so compare within one run.
+set -euo pipefail
+rounds=1
+if [[ "${1:-}" == "--rounds" ]]; then rounds=$2; shift 2; fi
+bin=${1:-build/ocl-infer}
+model=${2:-build/models/resnet18.onnx}
+image=${3:-/usr/share/darknet/data/dog.jpg}
+export OCL_INFER_TUNING_CACHE=off
+once() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$bin" "$model" "$image" >/dev/null 2>&1 || { echo "startup_time: $bin failed on $model" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
+}
+for ((r = 0; r < rounds; ++r)); do
+    dir=$(mktemp -d)
+    export POCL_CACHE_DIR=$dir/pocl OCL_INFER_CACHE_DIR=$dir/ocl-infer
+    cold=$(once)
+    rm -rf "$dir/ocl-infer"
+    driver=$(once)
+    warm1=$(once)
+    warm2=$(once)
+    echo "cold $cold s   driver cache only $driver s   warm $warm1 s, $warm2 s"
+    rm -rf "$dir"
+done
