@@ -560,18 +560,19 @@ void ClRuntime::decide_binary_storage(double retrieve_ms, double build_ms) {
   {
     std::lock_guard<std::mutex> lock(policy_mu_);
     if (store_binaries_ >= 0 || retrieve_ms <= 0) return;
-    // A driver that compiled in clBuildProgram hands out its binary as a copy; one that takes more
-    // than a quarter of the build (and over 100 ms) compiles again. The first build of a process
-    // also carries the driver's start-up, hence the share rather than a plain comparison. One
-    // slow read-back decides; storing needs three fast ones (PoCL once answered the first
-    // read-back after a build from its own cache in 1 ms and the next ones in 550 ms).
-    const bool fast = retrieve_ms <= std::max(100.0, build_ms / 4);
+    // A driver that compiled in clBuildProgram hands out its binary as a copy (rusticl: under
+    // 1 ms); one that needs more than a tenth of the build compiles again (PoCL: 50-90 ms for a
+    // one-line elementwise program built in 200 ms, 550 ms for a conv). One slow read-back
+    // decides; storing needs three fast ones (PoCL once answered the first read-back after a
+    // build from its own cache in 1 ms, and the first build of a process carries its start-up).
+    const bool fast = retrieve_ms <= std::max(2.0, build_ms / 10);
     if (fast && ++fast_reads_ < 3) return;
     store_binaries_ = fast ? 1 : 0;
     std::snprintf(why, sizeof why, "reading a program binary back took %.0f ms, its build %.0f ms%s", retrieve_ms,
                   build_ms, fast ? ", three times fast" : "");
     make_dirs(cache_dir_);
-    const std::string tmp = policy_path_ + ".tmp." + std::to_string(getpid());
+    static std::atomic<unsigned> counter{0};  // sessions of one process may decide at once
+    const std::string tmp = policy_path_ + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
     std::ofstream f(tmp);
     f << "store-binaries " << store_binaries_ << " (" << why << ")\n";
     f.close();
