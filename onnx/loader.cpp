@@ -58,7 +58,9 @@ std::string read_file(const std::string& path, const std::string& what) {
   // A regular file is read in one piece into a buffer of its size (a stream copy grew and copied a
   // 45 MB model four times: 60 ms of resnet18's warm start); pipes and the like are streamed.
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+  const bool have_stat = stat(path.c_str(), &st) == 0;
+  if (have_stat && S_ISDIR(st.st_mode)) throw ModelError("the " + what + " '" + path + "' is a directory, not a file");
+  if (have_stat && S_ISREG(st.st_mode)) {
     std::string bytes(static_cast<size_t>(st.st_size), '\0');
     if (!f.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
       throw ModelError("cannot read " + what + " '" + path + "' (" + std::to_string(f.gcount()) + " of " +

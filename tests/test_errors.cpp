@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +54,21 @@ TEST(Errors, EmptyTruncatedAndGarbageModels) {
   EXPECT_NE(msg.find("not a valid ONNX model"), std::string::npos) << msg;
   msg = error_of<ocl_infer::ModelError>([] { ocl_infer::Session::from_file("/nonexistent/model.onnx"); });
   EXPECT_NE(msg.find("cannot open model"), std::string::npos) << msg;
+  msg = error_of<ocl_infer::ModelError>([] { ocl_infer::Session::from_file("/tmp"); });
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
+  // A model file read from disk in one piece, also when it is not a regular file (a pipe).
+  char tmpl[] = "/tmp/ocl-infer-model-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string file = std::string(tmpl) + "/m.onnx", fifo = std::string(tmpl) + "/p.onnx";
+  std::ofstream(file, std::ios::binary) << good;
+  EXPECT_EQ(ocl_infer::Session::from_file(file).inputs().size(), 1u);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << good; });
+  EXPECT_EQ(ocl_infer::Session::from_file(fifo).inputs().size(), 1u);
+  writer.join();
+  std::remove(file.c_str());
+  std::remove(fifo.c_str());
+  rmdir(tmpl);
 }
 
 TEST(Errors, AllUnsupportedOpsAreListed) {
