@@ -71,7 +71,10 @@ for t in test_variants test_conv test_gemm test_norm test_pool test_fp16 test_qu
   [ -x "$build/tests/$t" ] && step "$t" 300 "$build/tests/$t"
 done
 
-# 3. Tune and benchmark.
+# 3. Start-up with empty caches, then warm (and whether program binaries are worth storing there).
+step "start-up" 300 bash -c "OCL_INFER_DEVICE=$gpu tools/startup_time.sh --rounds 2 \"$build/ocl-infer\" \"$build/models/resnet18.onnx\" >\"$report_dir/startup.txt\""
+
+# 4. Tune and benchmark.
 model=$build/models/resnet50.onnx
 [ -f "$model" ] || model=$build/models/resnet18.onnx
 name=$(basename "$model" .onnx)
@@ -88,7 +91,7 @@ for p in fp32 fp16; do
   done
 done
 
-# 4. Report.
+# 5. Report.
 {
   echo "# ocl-infer GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
   echo
@@ -98,6 +101,10 @@ done
   echo "| step | result | time |"
   echo "| --- | --- | ---: |"
   cat "$report.steps"
+  echo
+  echo "Start-up, resnet18, process start to result (tools/startup_time.sh):"
+  echo
+  sed 's/^/    /' "$report_dir/startup.txt" 2>/dev/null || echo "    (not measured)"
   echo
   echo "$name latency (ms, --bench --iterations 30):"
   echo

@@ -3,7 +3,8 @@
 #
 #   tools/startup_time.sh [--rounds N] [BINARY] [MODEL] [IMAGE]
 #
-# Defaults: build/ocl-infer, build/models/resnet18.onnx, darknet's dog.jpg. Each round uses fresh
+# Defaults: build/ocl-infer, build/models/resnet18.onnx, dog.jpg (build/models' copy, else darknet's);
+# the device is the CLI's default or $OCL_INFER_DEVICE. Each round uses fresh
 # cache folders (PoCL's and ocl-infer's) and prints: cold (both empty), driver-only (ocl-infer's
 # cache emptied after the cold run, PoCL's kept) and two warm runs, in seconds. Run it for two
 # builds in alternation to compare them; this machine's timings drift, so compare within one run.
@@ -12,7 +13,9 @@ rounds=1
 if [[ "${1:-}" == "--rounds" ]]; then rounds=$2; shift 2; fi
 bin=${1:-build/ocl-infer}
 model=${2:-build/models/resnet18.onnx}
-image=${3:-/usr/share/darknet/data/dog.jpg}
+default_image=build/models/dog.jpg
+[[ -f "$default_image" ]] || default_image=/usr/share/darknet/data/dog.jpg
+image=${3:-$default_image}
 export OCL_INFER_TUNING_CACHE=off
 once() {
     local t0 t1
@@ -25,10 +28,11 @@ for ((r = 0; r < rounds; ++r)); do
     dir=$(mktemp -d)
     export POCL_CACHE_DIR=$dir/pocl OCL_INFER_CACHE_DIR=$dir/ocl-infer
     cold=$(once)
+    decision=$(cat "$dir"/ocl-infer/store-binaries-*.txt 2>/dev/null || true)
     rm -rf "$dir/ocl-infer"
     driver=$(once)
     warm1=$(once)
     warm2=$(once)
-    echo "cold $cold s   driver cache only $driver s   warm $warm1 s, $warm2 s"
+    echo "cold $cold s   driver cache only $driver s   warm $warm1 s, $warm2 s   ${decision:-(no binary-storage decision yet)}"
     rm -rf "$dir"
 done
