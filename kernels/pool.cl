@@ -124,8 +124,52 @@ __kernel void pool_generic(__global const T* restrict X, __global YT* restrict Y
 
 #if defined(POOL_MAX) && !defined(HAS_INDICES) && defined(WIN_KH)
 // MaxPool with a compile-time window, one output row per work-item (local size 1): on CPU devices
-// a work-item per output pays the runtime's per-item cost ~10x over; a row amortizes it and lets
-// the compiler vectorize along the row.
+// a work-item per output pays the runtime's per-item cost ~10x over; a row amortizes it.
+// With -DROWS_VEC (float or half storage, computed in float), runs of 8 outputs whose windows lie
+// inside the input are done as float8 vectors (stride 2: the even lanes of a 16-float load);
+// borders take the per-output path. Both take the first tap of the window, then any greater one
+// (a NaN is kept only as the first tap), so the two paths agree exactly.
+
+// Output ow of row `x` (already offset to plane nc), rows d0/h0 of the window's start.
+inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0, int h0, int pw,
+                      int ow) {
+  const int w0 = ow * WIN_SW - pw;
+  C best = T_LOWEST;
+  bool any = false;
+  for (int kd = 0; kd < WIN_KD; ++kd) {
+    const int id = d0 + kd * WIN_DD;
+    const bool okd = id >= 0 && id < D;
+    const int idc = clamp(id, 0, D - 1);
+#pragma unroll
+    for (int kh = 0; kh < WIN_KH; ++kh) {
+      const int ih = h0 + kh * WIN_DH;
+      const bool okh = okd && ih >= 0 && ih < H;
+      const __global T* xr = x + ((long)idc * H + clamp(ih, 0, H - 1)) * W;
+#pragma unroll
+      for (int kw = 0; kw < WIN_KW; ++kw) {
+        const int iw = w0 + kw * WIN_DW;
+        const bool ok = okh && iw >= 0 && iw < W;
+        const C v = LD(S, xr, clamp(iw, 0, W - 1));
+        best = ok && (v > best || !any) ? v : best;
+        any |= ok;
+      }
+    }
+  }
+  return best;
+}
+
+#if defined(ROWS_VEC) && (WIN_SW == 1 || WIN_SW == 2)
+// Floats one vector load reads from a window column: 8 lanes, or 16 for the even lanes.
+#define ROW_LOAD (8 * WIN_SW)
+inline float8 row_load(const __global T* restrict q) {
+#if WIN_SW == 1
+  return LDN(S, 8, q, 0);
+#else
+  return LDN(S, 16, q, 0).even;
+#endif
+}
+#endif
+
 __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict Y,
                             __global const int* restrict p) {
   const int D = p[0], H = p[1], W = p[2], OD = p[3], OH = p[4], OW = p[5];
@@ -135,30 +179,33 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
   const int d0 = od * WIN_SD - p[15], h0 = oh * WIN_SH - p[16], pw = p[17];
   const __global T* x = X + (long)nc * D * H * W;
   __global YT* y = Y + ((long)nc * OD * OH + odh) * OW;
-  for (int ow = 0; ow < OW; ++ow) {
-    const int w0 = ow * WIN_SW - pw;
-    C best = T_LOWEST;
-    bool any = false;
-    for (int kd = 0; kd < WIN_KD; ++kd) {
-      const int id = d0 + kd * WIN_DD;
-      const bool okd = id >= 0 && id < D;
-      const int idc = clamp(id, 0, D - 1);
+  int ow = 0;
+#if defined(ROWS_VEC) && (WIN_SW == 1 || WIN_SW == 2)
+  const bool rows_inside = d0 >= 0 && d0 + (WIN_KD - 1) * WIN_DD < D && h0 >= 0 &&
+                           h0 + (WIN_KH - 1) * WIN_DH < H;
+  if (rows_inside) {
+    // Outputs before the first window that starts inside the row, one by one.
+    const int first = min(OW, (pw + WIN_SW - 1) / WIN_SW);
+    for (; ow < first; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));
+    // Vectors while the last tap's load stays inside the row.
+    for (; ow + 8 <= OW && ow * WIN_SW - pw + (WIN_KW - 1) * WIN_DW + ROW_LOAD <= W; ow += 8) {
+      const int w0 = ow * WIN_SW - pw;
+      float8 best = 0.0f;  // the first tap's value, below
+      for (int kd = 0; kd < WIN_KD; ++kd) {
 #pragma unroll
-      for (int kh = 0; kh < WIN_KH; ++kh) {
-        const int ih = h0 + kh * WIN_DH;
-        const bool okh = okd && ih >= 0 && ih < H;
-        const __global T* xr = x + ((long)idc * H + clamp(ih, 0, H - 1)) * W;
+        for (int kh = 0; kh < WIN_KH; ++kh) {
+          const __global T* xr = x + ((long)(d0 + kd * WIN_DD) * H + h0 + kh * WIN_DH) * W + w0;
 #pragma unroll
-        for (int kw = 0; kw < WIN_KW; ++kw) {
-          const int iw = w0 + kw * WIN_DW;
-          const bool ok = okh && iw >= 0 && iw < W;
-          const C v = LD(S, xr, clamp(iw, 0, W - 1));
-          best = ok && (v > best || !any) ? v : best;
-          any |= ok;
+          for (int kw = 0; kw < WIN_KW; ++kw) {
+            const float8 v = row_load(xr + kw * WIN_DW);
+            best = kd == 0 && kh == 0 && kw == 0 ? v : select(best, v, v > best);
+          }
         }
       }
+      STN(YS, 8, y + ow, 0, best);
     }
-    ST(YS, y, ow, best);
   }
+#endif
+  for (; ow < OW; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));
 }
 #endif

@@ -96,7 +96,10 @@ bool rows_applies(const PoolDesc& d, const DeviceCaps&) {
 VariantParams rows_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
 void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
   const size_t rows = static_cast<size_t>(d.geom[3] * d.geom[4]);
-  ctx.launch("pool", "pool_max_rows", d.opts, {rows, static_cast<size_t>(d.planes)}, {1, 1}, ctx.in_buf(0),
+  // Float and half storage (computed in float): interior runs of 8 outputs as vectors.
+  const bool vec = d.t == DType::Float32 || d.t == DType::Float16;
+  ctx.launch("pool", "pool_max_rows", d.opts + (vec ? " -DROWS_VEC" : ""), {rows, static_cast<size_t>(d.planes)},
+             {1, 1}, ctx.in_buf(0),
              ctx.out_buf(0), ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
 }
 

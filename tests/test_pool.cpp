@@ -127,6 +127,51 @@ TEST(Pool, MatchesReference) {
   }
 }
 
+// MaxPool without indices over wide rows takes pool_max_rows' vector path (runs of 8 outputs whose
+// windows lie inside the input, stride 1 or 2) next to its per-output path at the borders: both
+// against the reference on values with ties and -inf, and, with NaN in the input, exactly equal to
+// the one-output-per-work-item kernel (pool=generic): a NaN counts only as a window's first tap.
+TEST(Pool, MaxPoolRowsVectorPath) {
+  std::mt19937 rng(33);
+  const std::vector<PoolCase> cases = {
+      {"MaxPool", {1, 3, 9, 61}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {"MaxPool", {2, 2, 6, 40}, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {"MaxPool", {1, 2, 8, 50}, {3, 3}, {1, 1}, {2, 2}, {1, 2, 1, 2}},
+      {"MaxPool", {1, 1, 5, 45}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},
+      {"MaxPool", {1, 2, 20, 23}, {3, 5}, {1, 2}, {1, 1}, {0, 2, 0, 2}},
+      {"MaxPool", {1, 2, 4, 5, 37}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 0, 1}},
+      {"MaxPool", {1, 1, 1, 33}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+  };
+  for (const PoolCase& c : cases) {
+    ModelBuilder m;
+    m.input("x", DType::Float32, c.x).output("y");
+    auto& node = m.node("MaxPool", {"x"}, {"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    attr_i(node, "ceil_mode", c.ceil);
+    Tensor x = random_tensor(c.x, rng);
+    for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = x.data<float>()[i / 2];  // ties
+    for (int64_t i = 3; i < x.numel(); i += 29) x.data<float>()[i] = -INFINITY;
+    const Tensor ref = pool_reference(c, x).first;
+    const std::string what = ocl_infer::shape_to_string(c.x);
+    ocl_infer::SessionOptions rows, generic;
+    rows.kernel_variants = "pool=rows";
+    generic.kernel_variants = "pool=generic";
+    auto rows_session = open_session(m, rows);
+    auto generic_session = open_session(m, generic);
+    EXPECT_LE(rel_error(rows_session.run({{"x", x}}).at("y"), ref), 1e-6) << what;
+    for (int64_t i = 5; i < x.numel(); i += 13) x.data<float>()[i] = NAN;
+    const Tensor a = rows_session.run({{"x", x}}).at("y"), g = generic_session.run({{"x", x}}).at("y");
+    ASSERT_EQ(a.shape, g.shape) << what;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float u = a.data<float>()[i], v = g.data<float>()[i];
+      ASSERT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << what << " at " << i << ": " << u << " vs " << v;
+    }
+  }
+}
+
 TEST(Pool, MaxPoolUint8) {
   std::mt19937 rng(32);
   PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
