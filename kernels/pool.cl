@@ -168,6 +168,25 @@ inline float8 row_load(const __global T* restrict q) {
   return LDN(S, 16, q, 0).even;
 #endif
 }
+
+// Outputs [ow, ow + 8) of the row, every window inside the input (rows and all loads).
+inline float8 pool_max_run8(const __global T* restrict x, int H, int W, int d0, int h0, int pw,
+                            int ow) {
+  const int w0 = ow * WIN_SW - pw;
+  float8 best = 0.0f;  // the first tap's value, below
+  for (int kd = 0; kd < WIN_KD; ++kd) {
+#pragma unroll
+    for (int kh = 0; kh < WIN_KH; ++kh) {
+      const __global T* xr = x + ((long)(d0 + kd * WIN_DD) * H + h0 + kh * WIN_DH) * W + w0;
+#pragma unroll
+      for (int kw = 0; kw < WIN_KW; ++kw) {
+        const float8 v = row_load(xr + kw * WIN_DW);
+        best = kd == 0 && kh == 0 && kw == 0 ? v : select(best, v, v > best);
+      }
+    }
+  }
+  return best;
+}
 #endif
 
 __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict Y,
@@ -187,22 +206,16 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
     // Outputs before the first window that starts inside the row, one by one.
     const int first = min(OW, (pw + WIN_SW - 1) / WIN_SW);
     for (; ow < first; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));
-    // Vectors while the last tap's load stays inside the row.
-    for (; ow + 8 <= OW && ow * WIN_SW - pw + (WIN_KW - 1) * WIN_DW + ROW_LOAD <= W; ow += 8) {
-      const int w0 = ow * WIN_SW - pw;
-      float8 best = 0.0f;  // the first tap's value, below
-      for (int kd = 0; kd < WIN_KD; ++kd) {
-#pragma unroll
-        for (int kh = 0; kh < WIN_KH; ++kh) {
-          const __global T* xr = x + ((long)(d0 + kd * WIN_DD) * H + h0 + kh * WIN_DH) * W + w0;
-#pragma unroll
-          for (int kw = 0; kw < WIN_KW; ++kw) {
-            const float8 v = row_load(xr + kw * WIN_DW);
-            best = kd == 0 && kh == 0 && kw == 0 ? v : select(best, v, v > best);
-          }
-        }
-      }
-      STN(YS, 8, y + ow, 0, best);
+    // Vectors while the last tap's load stays inside the row: ow * SW <= lim.
+    const int lim = W - ROW_LOAD - (WIN_KW - 1) * WIN_DW + pw;
+    for (; ow + 8 <= OW && ow * WIN_SW <= lim; ow += 8)
+      STN(YS, 8, y + ow, 0, pool_max_run8(x, H, W, d0, h0, pw, ow));
+    // One more run moved left to end where the loads must stop (it overlaps the previous one and
+    // writes the same values again), so that few outputs are left to the per-output path.
+    const int last = lim >= 0 ? min(OW - 8, lim / WIN_SW) : -1;
+    if (ow < OW && last >= first && last > ow - 8) {
+      STN(YS, 8, y + last, 0, pool_max_run8(x, H, W, d0, h0, pw, last));
+      ow = last + 8;
     }
   }
 #endif
