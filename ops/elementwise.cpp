@@ -56,6 +56,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   std::vector<int64_t> meta(out.shape.begin(), out.shape.end());
   if (out.shape.empty()) meta.push_back(1);
   bool any_strided = false;
+  std::vector<int64_t> block_inner;  // INNER of each mode-3 input
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Shape& s = inputs[k].shape;
     int mode = 2;
@@ -80,6 +81,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
         for (int d = last + 1; d < nd; ++d) inner *= out.shape[d];
         for (int d = first; d <= last; ++d) count *= out.shape[d];
         mode = 3;
+        block_inner.push_back(inner);
         opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] + "=" +
                 std::to_string(count) + "L";
       }
@@ -97,8 +99,21 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     ctx.launch(file, "ew_unary", opts, global, {local}, inputs[0].mem, out.mem, n);
     return;
   }
-  cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
   const bool divides = macro == "DIV" || macro == "MOD_INT" || macro == "MOD_TRUNC";
+  // Chunks of 16, 8 or 4 outputs per work-item where no input is strided and every broadcast
+  // block divides evenly (kernels/elementwise.cl, ew_binary_chunk).
+  if (inputs.size() == 2 && !any_strided && !(divides && is_integer(inputs[1].dtype))) {
+    for (int64_t chunk : {16, 8, 4}) {
+      bool fits = n % chunk == 0;
+      for (int64_t inner : block_inner) fits &= inner % chunk == 0;
+      if (!fits) continue;
+      const size_t items = static_cast<size_t>(n / chunk);
+      ctx.launch(file, "ew_binary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), {round_up(items, local)},
+                 {local}, inputs[0].mem, inputs[1].mem, out.mem, n);
+      return;
+    }
+  }
+  cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
   if (inputs.size() == 2 && divides && is_integer(inputs[1].dtype))
     ctx.launch(file, "ew_binary_checked", opts + " -DCHECK_ZERO_DIVISOR", global, {local}, inputs[0].mem,
                inputs[1].mem, out.mem, m, n, ctx.error_flag("integer division by zero (a divisor is 0)"));

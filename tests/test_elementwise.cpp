@@ -48,7 +48,17 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
   for (auto c : std::vector<Case>{{{2, 3, 5}, {2, 3, 5}, {2, 3, 5}},
                                   {{2, 3, 5}, {1}, {2, 3, 5}},
                                   {{2, 1, 7}, {3, 1}, {2, 3, 7}},
-                                  {{13}, {5, 1, 13}, {5, 1, 13}}}) {
+                                  {{13}, {5, 1, 13}, {5, 1, 13}},
+                                  // Chunks per work-item (ew_binary_chunk): 16 with a per-channel
+                                  // block, 4 with a block of 28, 8 same-shape, 16 with a scalar,
+                                  // the block on the left operand; a block of 1 falls back.
+                                  {{2, 3, 4, 16}, {2, 3, 1, 1}, {2, 3, 4, 16}},
+                                  {{1, 5, 7, 4}, {1, 5, 1, 1}, {1, 5, 7, 4}},
+                                  {{3, 8}, {3, 8}, {3, 8}},
+                                  {{2, 16}, {1}, {2, 16}},
+                                  {{2, 3, 1, 1}, {2, 3, 4, 16}, {2, 3, 4, 16}},
+                                  {{6, 8}, {4, 6, 8}, {4, 6, 8}},
+                                  {{4, 6, 1}, {4, 6, 8}, {4, 6, 8}}}) {
     for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
       ModelBuilder m;
       m.input("a", DType::Float32, c.a).input("b", DType::Float32, c.b).output("y");
