@@ -34,7 +34,9 @@ typedef float acc_t;
 // p: in D,H,W | out D,H,W | kernel | strides | dilations | pads begin | pads end (18..20)
 // Window extents, strides and dilations are build options when known (-DWIN_KH=3 ...), so the
 // window loops unroll; otherwise they come from the parameter array.
-#ifndef WIN_KD
+#ifdef WIN_KD
+#define WIN_CONST  // the window is compiled in
+#else
 #define WIN_KD p[6]
 #define WIN_KH p[7]
 #define WIN_KW p[8]
@@ -122,7 +124,26 @@ __kernel void pool_generic(__global const T* restrict X, __global YT* restrict Y
 #endif
 }
 
-#if defined(POOL_MAX) && !defined(HAS_INDICES) && defined(WIN_KH)
+#if defined(POOL_AVG) && defined(PLANE_AVG)
+// Average over whole planes (GlobalAveragePool, or an AveragePool whose unpadded window is the
+// input): one work-item per plane, summed as 8 float lanes along the contiguous plane, then the
+// lanes and the tail. Float or half storage.
+__kernel void pool_plane_avg(__global const T* restrict X, __global YT* restrict Y, long plane,
+                             long planes) {
+  const long nc = get_global_id(0);
+  if (nc >= planes) return;
+  const __global T* x = X + nc * plane;
+  float8 s8 = 0.0f;
+  long i = 0;
+  for (; i + 8 <= plane; i += 8) s8 += LDN(S, 8, x + i, 0);
+  const float4 s4 = s8.lo + s8.hi;
+  float s = (s4.x + s4.y) + (s4.z + s4.w);
+  for (; i < plane; ++i) s += LD(S, x, i);
+  ST(YS, Y, nc, s / (float)plane);
+}
+#endif
+
+#if defined(POOL_MAX) && !defined(HAS_INDICES) && defined(WIN_CONST)
 // MaxPool with a compile-time window, one output row per work-item (local size 1): on CPU devices
 // a work-item per output pays the runtime's per-item cost ~10x over; a row amortizes it.
 // With -DROWS_VEC (float or half storage, computed in float), runs of 8 outputs whose windows lie
@@ -158,7 +179,14 @@ inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0,
   return best;
 }
 
-#if defined(ROWS_VEC) && (WIN_SW == 1 || WIN_SW == 2)
+// The vector path needs a compile-time stride of 1 or 2 (tested only when ROWS_VEC is given: the
+// host gives it with the window's build options; without them WIN_SW is a run-time value).
+#ifdef ROWS_VEC
+#if WIN_SW == 1 || WIN_SW == 2
+#define ROWS_VEC_ON
+#endif
+#endif
+#ifdef ROWS_VEC_ON
 // Floats one vector load reads from a window column: 8 lanes, or 16 for the even lanes.
 #define ROW_LOAD (8 * WIN_SW)
 inline float8 row_load(const __global T* restrict q) {
@@ -199,7 +227,7 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
   const __global T* x = X + (long)nc * D * H * W;
   __global YT* y = Y + ((long)nc * OD * OH + odh) * OW;
   int ow = 0;
-#if defined(ROWS_VEC) && (WIN_SW == 1 || WIN_SW == 2)
+#ifdef ROWS_VEC_ON
   const bool rows_inside = d0 >= 0 && d0 + (WIN_KD - 1) * WIN_DD < D && h0 >= 0 &&
                            h0 + (WIN_KH - 1) * WIN_DH < H;
   if (rows_inside) {

@@ -191,7 +191,7 @@ TEST(Pool, MaxPoolUint8) {
 
 TEST(Pool, GlobalPoolsMatchReference) {
   std::mt19937 rng(33);
-  for (auto shape : std::vector<std::vector<int64_t>>{{2, 5, 7, 3}, {1, 3, 29}, {1, 2, 3, 4, 5}}) {
+  for (auto shape : std::vector<std::vector<int64_t>>{{2, 5, 7, 3}, {1, 3, 29}, {1, 2, 3, 4, 5}, {2, 3, 16, 16}}) {
     Tensor x = random_tensor(shape, rng);
     const int64_t nc = shape[0] * shape[1], plane = x.numel() / nc;
     std::vector<int64_t> ys(shape.size(), 1);
