@@ -135,6 +135,59 @@ TEST(Elementwise, ErfWithinTwoRoundingsEverywhere) {
 
 // Pow with a constant exponent of 2, 3 or 0.5 runs as multiplications or sqrt: same values as
 // std::pow, including negative bases, signed zeros and infinities; other exponents keep pow().
+// Sigmoid (and the SiLU of fused epilogues) run on an inlined exp (kernels/activation.cl), not the
+// library call: checked densely against double precision, standalone and fused into a conv
+// epilogue on whole vectors. Tolerance: 3 float roundings relative plus (1e-37 + |x| 1e-38)
+// absolute (e^x saturates outside [-87, 88]), NaN kept, +-inf give 0/1 (Sigmoid) and NaN/inf
+// (SiLU).
+TEST(Elementwise, SigmoidAndSiluWithinThreeRoundingsEverywhere) {
+  if (fp16_mode()) GTEST_SKIP() << "exact values of the float32 kernel (values beyond float16's range)";
+  std::vector<float> xs;
+  for (float x = -100.f; x <= 100.f; x += 1.f / 64) xs.push_back(x);
+  for (float x : {1e-30f, -1e-30f, 0.0f, -0.0f, 86.9f, 87.5f, 88.5f, 89.f, -86.9f, -87.5f, -88.5f, -89.f, 1e30f,
+                  -1e30f, INFINITY, -INFINITY, NAN})
+    xs.push_back(x);
+  while (xs.size() % 16) xs.push_back(0.25f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto check = [&](const Tensor& got, bool silu, const char* what) {
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // SiLU(-inf) = -inf * 0: NaN, as x * sigmoid(x) gives in PyTorch and ONNX Runtime.
+      const double x = xs[i], s = 1 / (1 + std::exp(-x)), want = silu ? x * s : s;
+      const double g = got.data<float>()[i];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(g)) << what << "(" << x << ") = " << g;
+        continue;
+      }
+      if (std::isinf(want)) {
+        EXPECT_EQ(g, want) << what << "(" << x << ")";
+        continue;
+      }
+      EXPECT_NEAR(g, want, std::ldexp(std::fabs(want), -21) + 1e-37 + std::fabs(x) * 1e-38) << what << "(" << x << ")";
+      if (std::fabs(want) > 1e-30) worst = std::max(worst, std::fabs(g - want) / std::fabs(want));
+    }
+    std::printf("%s: worst relative error %.3g over %lld values\n", what, worst, static_cast<long long>(n));
+  };
+  const Tensor x = make_tensor(DType::Float32, {n}, xs.data());
+  {
+    ModelBuilder m;
+    m.input("x", DType::Float32, {n}).output("y");
+    m.node("Sigmoid", {"x"}, {"y"});
+    check(run_model(m, {{"x", x}}).at("y"), false, "sigmoid");
+  }
+  // x * Sigmoid(x) after a 1x1 conv with weight 1 fuses into the conv's epilogue (vectors of 16).
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, 1, 1, n}).output("y");
+  const float one = 1.0f;
+  m.initializer("w", make_tensor(DType::Float32, {1, 1, 1, 1}, &one));
+  m.node("Conv", {"x", "w"}, {"c"});
+  m.node("Sigmoid", {"c"}, {"s"});
+  m.node("Mul", {"c", "s"}, {"y"});
+  Tensor x4 = x;
+  x4.shape = {1, 1, 1, n};
+  check(run_model(m, {{"x", x4}}).at("y"), true, "silu (fused)");
+}
+
 TEST(Elementwise, PowWithConstantExponent) {
   if (fp16_mode()) GTEST_SKIP() << "exact values of the float32 kernel (values beyond float16's range)";
   std::vector<float> xs;

@@ -24,7 +24,7 @@ const ActivationDef kRows[] = {
     {"LeakyRelu", "LeakyRelu", 1, "LEAKYRELU", {"alpha", 0.01f}, {}, false, false,
      [](double x, double a, double) { return x < 0 ? a * x : x; }},
     {"Sigmoid", "Sigmoid", 1, "SIGMOID", {}, {}, false, false,
-     [](double x, double, double) { return sigmoid(x); }},
+     [](double x, double, double) { return sigmoid(x); }, "sigmoid_fast"},
     {"Tanh", "Tanh", 1, "TANH", {}, {}, false, false, [](double x, double, double) { return std::tanh(x); }},
     {"HardSigmoid", "HardSigmoid", 1, "HARDSIGMOID", {"alpha", 0.2f}, {"beta", 0.5f}, false, false,
      hard_sigmoid},
@@ -45,7 +45,8 @@ const ActivationDef kRows[] = {
     {"ThresholdedRelu", "ThresholdedRelu", 10, "THRESHOLDEDRELU", {"alpha", 1.0f}, {}, false, false,
      [](double x, double a, double) { return x > a ? x : 0.0; }},
     // Fused patterns only: x * Sigmoid(x) and the Erf form of GELU.
-    {"Silu", nullptr, 0, "SILU", {}, {}, false, false, [](double x, double, double) { return x * sigmoid(x); }},
+    {"Silu", nullptr, 0, "SILU", {}, {}, false, false, [](double x, double, double) { return x * sigmoid(x); },
+     "silu_fast"},
     {"Gelu", nullptr, 0, "GELU", {}, {}, false, false,
      [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, "gelu_fast"},
     {nullptr, nullptr, 0, nullptr, {}, {}, false, false, nullptr},
