@@ -108,8 +108,9 @@ typedef float real;
 #elif defined(OP_POW_3)
 #define F(x) ((x) * (x) * (x))
 #elif defined(OP_POW_HALF)
-// pow(x, 0.5) is +0 at -0 and +inf at -inf, where sqrt gives -0 and NaN.
-#define F(x) (isinf(x) ? fabs(x) : fabs(sqrt(x)))
+// pow(x, 0.5) is +0 at -0 and +inf at -inf, where sqrt gives -0 and NaN. (Not fabs(sqrt(x)):
+// Mesa's rusticl folds that to sqrt(x) and returned -0.)
+#define F(x) (isinf(x) ? fabs(x) : (x) == 0 ? 0 : sqrt(x))
 #elif defined(OP_NOT)
 #define F(x) (!(x))
 #elif defined(OP_SIN)
