@@ -4,7 +4,8 @@
 # (work-groups up to 1024, 32 KiB local memory, 8-lane SIMD). Runs
 #   1. test_models with the GPU-shaped conv and gemm variants forced ($OCL_INFER_VARIANT), and with
 #      the default (device-class) choice;
-#   2. test_variants (every variant of every family, forced in turn);
+#   2. test_variants (every variant of every family, forced in turn), and the pool, elementwise and
+#      activation suites (vector paths, inlined exp and erf, signed zeros);
 #   3. resnet18 per-inference time with the GPU-shaped family forced and with the defaults (wall
 #      clock: rusticl's event timestamps are all zero).
 #
@@ -29,6 +30,7 @@ run() {  # run NAME COMMAND...
 OCL_INFER_VARIANT="conv=tiled;gemm=tiled" run "$build/tests/test_models"
 run "$build/tests/test_models"
 run "$build/tests/test_variants"
+for t in test_pool test_elementwise test_activations; do run "$build/tests/$t"; done
 echo "resnet18 on rusticl, GPU-shaped conv and gemm forced:"
 OCL_INFER_VARIANT="conv=tiled:ts=32,rm=2,rn=2,tk=16;gemm=tiled" "$build/ocl-infer" "$build/models/resnet18.onnx" \
   --bench --iterations 3 --warmup 1 2>&1 | grep -E "latency|start-up"
