@@ -100,9 +100,10 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     return;
   }
   const bool divides = macro == "DIV" || macro == "MOD_INT" || macro == "MOD_TRUNC";
+  const bool checked = inputs.size() == 2 && divides && is_integer(inputs[1].dtype);  // zero divisors
   // Chunks of 16, 8 or 4 outputs per work-item where no input is strided and every broadcast
   // block divides evenly (kernels/elementwise.cl, ew_binary_chunk).
-  if (inputs.size() == 2 && !any_strided && !(divides && is_integer(inputs[1].dtype))) {
+  if (inputs.size() == 2 && !any_strided && !checked) {
     for (int64_t chunk : {16, 8, 4}) {
       bool fits = n % chunk == 0;
       for (int64_t inner : block_inner) fits &= inner % chunk == 0;
@@ -114,7 +115,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     }
   }
   cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
-  if (inputs.size() == 2 && divides && is_integer(inputs[1].dtype))
+  if (checked)
     ctx.launch(file, "ew_binary_checked", opts + " -DCHECK_ZERO_DIVISOR", global, {local}, inputs[0].mem,
                inputs[1].mem, out.mem, m, n, ctx.error_flag("integer division by zero (a divisor is 0)"));
   else if (inputs.size() == 2)
