@@ -20,7 +20,8 @@
 // packed and pointwise kernels take Relu/Clip bounds and the residual at run time.
 //
 // Build options:
-//   -DOCB=4|8|16 -DOWB=n                 packed kernel and its weight packing, register block
+//   -DOCB=4|8|16 -DOWB=n [-DOCV=2]      packed kernel and its weight packing, register block
+//                                        (OCV vectors of OCB channels x OWB pixels)
 //   -DROWS_FIRST                         packed kernel: output rows in global dimension 0
 //   -DOCB=4|8 -DPOINTWISE -DPXB=8|16 -DPXV=n   pointwise kernel: OCB channels x PXV vectors of
 //                                        PXB pixels (and the weight packing)
@@ -53,6 +54,12 @@
 #define WSTORE CAT(vstore, OCB)
 
 #ifndef POINTWISE
+// Channel vectors per work-item (OCV x OCB output channels): a second vector reuses every input
+// broadcast twice and doubles the independent accumulators.
+#ifndef OCV
+#define OCV 1
+#endif
+#define OCT (OCB * OCV)
 // Input columns one work-item reads from a row: OWB pixels, KW taps.
 #define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
 
@@ -85,11 +92,15 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
 #endif
 #pragma unroll
   for (int kw = 0; kw < KW; ++kw) {
-    const wvec w = LDN(PS, OCB, wr, kw);
+    wvec w[OCV];
+#pragma unroll
+    for (int v = 0; v < OCV; ++v) w[v] = LDN(PS, OCB, wr, kw * OCV + v);
 #pragma unroll
     for (int j = 0; j < OWB; ++j) {
       const int t = j * SW + kw * DW;
-      acc[j] = fma((wvec)(SEG_OR_X(t)), w, acc[j]);
+      const wvec x = (wvec)(SEG_OR_X(t));
+#pragma unroll
+      for (int v = 0; v < OCV; ++v) acc[v * OWB + j] = fma(x, w[v], acc[v * OWB + j]);
     }
   }
 #undef SEG_OR_X
@@ -118,24 +129,28 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
   const int od = odh / OH, oh = odh % OH;
   const int ng = nodh / ohw;
   const int g = ng % G, n = ng / G;
-  const int oc0 = ob * OCB;  // within the group
+  const int oc0 = ob * OCT;  // within the group
 
   const long plane = (long)D * H * W;
   X += ((long)n * G + g) * C_g * plane;
-  Wp += ((long)g * oc_blocks + ob) * C_g * (KD * KH * KW * OCB);
+  Wp += ((long)g * oc_blocks + ob) * C_g * (KD * KH * KW * OCT);
 
-  wvec init = (wvec)0.0f;
+  wvec acc[OCV * OWB];
+#pragma unroll
+  for (int v = 0; v < OCV; ++v) {
+    wvec init = (wvec)0.0f;
 #ifdef HAS_BIAS
-  {
     float b[OCB];
 #pragma unroll
-    for (int c = 0; c < OCB; ++c) b[c] = oc0 + c < M_g ? LD(BS, bias, g * M_g + oc0 + c) : 0.0f;
+    for (int c = 0; c < OCB; ++c) {
+      const int oc = oc0 + v * OCB + c;
+      b[c] = oc < M_g ? LD(BS, bias, g * M_g + oc) : 0.0f;
+    }
     init = WLOAD(0, b);
-  }
 #endif
-  wvec acc[OWB];
 #pragma unroll
-  for (int j = 0; j < OWB; ++j) acc[j] = init;
+    for (int j = 0; j < OWB; ++j) acc[v * OWB + j] = init;
+  }
 
   const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
   const bool interior = iw0 >= 0 && iw0 + (OWB - 1) * SW + (KW - 1) * DW < W;
@@ -147,7 +162,7 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
         const int ih = ih0 + kh * DH;
         if (ih < 0 || ih >= H) continue;
         const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
-        const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
+        const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCT);
         if (interior) conv_row(acc, xr, wr, iw0, W, false);
         else conv_row(acc, xr, wr, iw0, W, true);
       }
@@ -156,16 +171,20 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 
   const long oplane = (long)OD * OH * OW;
   const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
-  const int pixels = min(OWB, OW - ow0), channels = min(OCB, M_g - oc0);
+  const int pixels = min(OWB, OW - ow0);
 #pragma unroll
-  for (int j = 0; j < OWB; ++j) {
-    if (j < pixels) {
-      float r[OCB];
-      WSTORE(acc[j], 0, r);
-      for (int c = 0; c < channels; ++c) {
-        const long o = y0 + c * oplane + j;
-        if (residual) r[c] += LD(RS, residual, o);
-        ST(YS, Y, o, epilogue_clamp(epilogue_act(r[c]), act_lo, act_hi));
+  for (int v = 0; v < OCV; ++v) {
+    const int channels = min(OCB, M_g - oc0 - v * OCB);
+#pragma unroll
+    for (int j = 0; j < OWB; ++j) {
+      if (j < pixels) {
+        float r[OCB];
+        WSTORE(acc[v * OWB + j], 0, r);
+        for (int c = 0; c < channels; ++c) {
+          const long o = y0 + (v * OCB + c) * oplane + j;
+          if (residual) r[c] += LD(RS, residual, o);
+          ST(YS, Y, o, epilogue_clamp(epilogue_act(r[c]), act_lo, act_hi));
+        }
       }
     }
   }
@@ -246,15 +265,21 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 }
 #endif  // POINTWISE
 
-// Packs W [G*M_g][C_g*KD*KH*KW] into the layout of conv_f32_packed, at run time (for weights that
-// are not constants). Global: (G*oc_blocks*OCB, K).
+// Packs W [G*M_g][C_g*KD*KH*KW] into the layout of conv_f32_packed (blocks of OCB*OCV channels)
+// or conv_f32_pointwise (blocks of OCB), at run time (for weights that are not constants).
+// Global: (G*oc_blocks*block, K).
+#ifdef POINTWISE
+#define PACK_B OCB
+#else
+#define PACK_B OCT
+#endif
 __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global float* restrict Wp,
                                     int M_g, int K, int oc_blocks) {
   const int i = get_global_id(0), k = get_global_id(1);
-  const int lane = i % OCB, blk = i / OCB;
-  const int g = blk / oc_blocks, oc = (blk % oc_blocks) * OCB + lane;
+  const int lane = i % PACK_B, blk = i / PACK_B;
+  const int g = blk / oc_blocks, oc = (blk % oc_blocks) * PACK_B + lane;
   if (k >= K) return;
-  Wp[((long)blk * K + k) * OCB + lane] = oc < M_g ? LD(WS, Wt, ((long)g * M_g + oc) * K + k) : 0.0f;
+  Wp[((long)blk * K + k) * PACK_B + lane] = oc < M_g ? LD(WS, Wt, ((long)g * M_g + oc) * K + k) : 0.0f;
 }
 
 #endif  // OCB

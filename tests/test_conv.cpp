@@ -216,6 +216,9 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
   };
   const std::vector<Fused> cases = {
       {{1, 6, 10, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
+      // 48 channels: two 16-channel vectors per work-item where the CPU has 16-float registers,
+      // the second block's second vector empty.
+      {{1, 8, 48, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
       {{1, 6, 10, 1, {9, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Sigmoid", false},
       {{2, 5, 5, 5, {7, 12}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
       // Depthwise: rows narrower than a vector with 2 channels per work-item; an activation
