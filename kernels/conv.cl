@@ -172,6 +172,44 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
   const long oplane = (long)OD * OH * OW;
   const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
   const int pixels = min(OWB, OW - ow0);
+#if OCB == 16 && OWB == 8
+  if (pixels == OWB) {
+    // Whole-row block: transpose each 8 (pixels) x 16 (channels) block in registers and store
+    // 8-pixel vectors per channel instead of 128 single floats. Four rounds of "evens, then odds"
+    // over the 128 values (index j*16 + c) rotate the index bits into c*8 + j: afterwards vector
+    // k holds channel 2k's 8 pixels in lanes 0-7 and channel 2k+1's in lanes 8-15. With few
+    // input channels (3-channel stems) the lane-by-lane stores cost more than the FMAs.
+#pragma unroll
+    for (int v = 0; v < OCV; ++v) {
+      float16 t[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) t[j] = acc[v * OWB + j];
+#pragma unroll
+      for (int round = 0; round < 4; ++round) {
+        float16 u[8];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          u[k] = (float16)(t[2 * k].even, t[2 * k + 1].even);
+          u[k + 4] = (float16)(t[2 * k].odd, t[2 * k + 1].odd);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) t[k] = u[k];
+      }
+      const int channels = min(OCB, M_g - oc0 - v * OCB);
+#pragma unroll
+      for (int c = 0; c < OCB; ++c) {
+        if (c < channels) {
+          const long o = y0 + (v * OCB + c) * oplane;
+          float8 r = (c & 1) ? t[c / 2].hi : t[c / 2].lo;
+          if (residual) r += LDN(RS, 8, residual + o, 0);
+          r = EPILOGUE_VEC(r, 8);
+          STN(YS, 8, Y + o, 0, EPILOGUE_CLAMP_VEC(r, float8, act_lo, act_hi));
+        }
+      }
+    }
+    return;
+  }
+#endif
 #pragma unroll
   for (int v = 0; v < OCV; ++v) {
     const int channels = min(OCB, M_g - oc0 - v * OCB);

@@ -219,6 +219,9 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
       // 48 channels: two 16-channel vectors per work-item where the CPU has 16-float registers,
       // the second block's second vector empty.
       {{1, 8, 48, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
+      // 20 channels (one 16-channel vector per work-item), rows of 17: whole 8-pixel blocks
+      // stored through the in-register transpose, the last pixel lane by lane.
+      {{1, 5, 20, 1, {6, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Sigmoid", true},
       {{1, 6, 10, 1, {9, 11}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Sigmoid", false},
       {{2, 5, 5, 5, {7, 12}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
       // Depthwise: rows narrower than a vector with 2 channels per work-item; an activation
