@@ -197,14 +197,18 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
       }
       const int channels = min(OCB, M_g - oc0 - v * OCB);
 #pragma unroll
-      for (int c = 0; c < OCB; ++c) {
-        if (c < channels) {
-          const long o = y0 + (v * OCB + c) * oplane;
-          float8 r = (c & 1) ? t[c / 2].hi : t[c / 2].lo;
-          if (residual) r += LDN(RS, 8, residual + o, 0);
-          r = EPILOGUE_VEC(r, 8);
-          STN(YS, 8, Y + o, 0, EPILOGUE_CLAMP_VEC(r, float8, act_lo, act_hi));
-        }
+      for (int k = 0; k < 8; ++k) {
+        // Channels 2k and 2k+1 together: the epilogue runs on whole 16-float vectors.
+        const long o = y0 + (v * OCB + 2 * k) * oplane;
+        const bool lo = 2 * k < channels, hi = 2 * k + 1 < channels;
+        if (!lo) break;
+        float16 r = t[k];
+        if (residual)
+          r += (float16)(LDN(RS, 8, residual + o, 0), hi ? LDN(RS, 8, residual + o + oplane, 0) : (float8)0.0f);
+        r = EPILOGUE_VEC(r, 16);
+        r = EPILOGUE_CLAMP_VEC(r, float16, act_lo, act_hi);
+        STN(YS, 8, Y + o, 0, r.lo);
+        if (hi) STN(YS, 8, Y + o + oplane, 0, r.hi);
       }
     }
     return;
