@@ -71,7 +71,9 @@ ACT_DEFINE_EXP(float16, int16)
 // erf in float without the library call (PoCL's erf costs ~13 ns per value on a Xeon). |x| < 0.5:
 // the Maclaurin series to x^13 (truncation below 1e-9 relative). Beyond: 1 - erfc, with
 // erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2), the Chebyshev-fitted form published in Numerical
-// Recipes (relative error of erfc below 1.2e-7, so erf stays within about one float rounding).
+// Recipes (relative error of erfc below 1.2e-7, so erf stays within about one float rounding),
+// its exp inlined as above (PoCL's exp runs lane by lane: GELU after convnext_tiny's first MatMul
+// cost more than the MatMul).
 // Both branches are computed and selected so that the function vectorises; it is defined for
 // float and float vectors (T), so that fused epilogues can apply GELU to whole vectors.
 // NaN propagates; +-inf give +-1.
@@ -86,7 +88,7 @@ ACT_DEFINE_EXP(float16, int16)
                                     t * (0.27886807f +                                             \
                                          t * (-1.13520398f +                                       \
                                               t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));      \
-    return t * exp(-a * a + p);                                                                    \
+    return t * exp_sigmoid_##T(-a * a + p);                                                        \
   }                                                                                                \
   inline T erf_fast_##T(T x) {                                                                     \
     const T a = fabs(x), z = x * x;                                                                \
@@ -100,8 +102,12 @@ ACT_DEFINE_EXP(float16, int16)
   /* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 through erfc, which keeps the small tail values      \
      accurate where 1 + erf would cancel. */                                                       \
   inline T gelu_fast_##T(T x) {                                                                    \
-    const T u = x * 0.70710678118654752f;                                                          \
-    return u < 0 ? 0.5f * x * erfc_nonneg_##T(-u) : 0.5f * x * (1.0f + erf_fast_##T(u));           \
+    const T u = x * 0.70710678118654752f, a = fabs(u), z = u * u;                                  \
+    const T e = erfc_nonneg_##T(a); /* one exp for both signs */                                  \
+    const T s = 1.0f + z * (-1.0f / 3 + z * (1.0f / 10 + z * (-1.0f / 42 + z * (1.0f / 216 +       \
+                z * (-1.0f / 1320 + z * (1.0f / 9360))))));                                        \
+    const T one_plus_erf = a < 0.5f ? 1.0f + 1.12837916709551257f * u * s : 2.0f - e;              \
+    return 0.5f * x * (u < 0 ? e : one_plus_erf);                                                  \
   }
 ACT_DEFINE_ERF(float)
 ACT_DEFINE_ERF(float4)
