@@ -121,9 +121,9 @@ class ClRuntime {
   // Reads the binary of `prog` back from the driver and writes the cache entry; returns the
   // milliseconds the read-back took.
   double store_binary(cl_program prog, const std::string& path, const std::string& full_key);
-  // After the first read-back measured on this device: keep storing binaries only when reading
-  // them back costs less than the builds they save.
-  void decide_binary_storage(double retrieve_ms, double build_ms);
+  // Measures, on a one-line probe program, whether this driver hands out binaries cheaply, and
+  // keeps the decision in policy_path_. Called with policy_mu_ held.
+  void decide_binary_storage();
 
   DeviceHandle dev_;
   cl_context context_ = nullptr;
@@ -143,10 +143,9 @@ class ClRuntime {
   // Storing binaries in the disk cache: 1 yes, 0 no, -1 not decided yet. Drivers that compile
   // kernels lazily (PoCL: at the first launch) compile every kernel of a program again, without
   // specialisation, to hand out its binary, which cost 0.55 s per program against a 0.2 s build;
-  // such drivers keep their own cache. The first read-back on a device measures this and the
+  // such drivers keep their own cache. A probe program measures this once per device and the
   // decision is kept in the cache directory ($OCL_INFER_STORE_BINARIES=1|0 overrides it).
   int store_binaries_ = -1;
-  int fast_reads_ = 0;  // fast read-backs measured while undecided
   std::string policy_path_;
   std::mutex policy_mu_;
 };
