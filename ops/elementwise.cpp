@@ -113,6 +113,17 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
                  {local}, inputs[0].mem, inputs[1].mem, out.mem, n);
       return;
     }
+    // Else a row per work-item where every broadcast block has the same inner extent (7x7
+    // planes): the broadcast operand is constant along it (ew_binary_rows).
+    const int64_t row = block_inner.empty() ? 0 : block_inner[0];
+    bool rows_fit = row >= 2 && row <= 4096 && n % row == 0;
+    for (int64_t inner : block_inner) rows_fit &= inner == row;
+    if (rows_fit) {
+      const size_t rows = static_cast<size_t>(n / row);
+      ctx.launch(file, "ew_binary_rows", opts + " -DEW_ROW=" + std::to_string(row), {round_up(rows, local)}, {local},
+                 inputs[0].mem, inputs[1].mem, out.mem, static_cast<int64_t>(rows));
+      return;
+    }
   }
   cl_mem m = ctx.params(meta.data(), any_strided ? meta.size() * sizeof(int64_t) : sizeof(int64_t));
   if (checked)

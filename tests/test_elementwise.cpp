@@ -58,7 +58,12 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
                                   {{2, 16}, {1}, {2, 16}},
                                   {{2, 3, 1, 1}, {2, 3, 4, 16}, {2, 3, 4, 16}},
                                   {{6, 8}, {4, 6, 8}, {4, 6, 8}},
-                                  {{4, 6, 1}, {4, 6, 8}, {4, 6, 8}}}) {
+                                  {{4, 6, 1}, {4, 6, 8}, {4, 6, 8}},
+                                  // A row per work-item (ew_binary_rows): blocks of 49, 9 (left
+                                  // operand, batch 2) and 25 (rank-3 operand) that 4 does not divide.
+                                  {{1, 5, 7, 7}, {1, 5, 1, 1}, {1, 5, 7, 7}},
+                                  {{1, 5, 1, 1}, {2, 5, 3, 3}, {2, 5, 3, 3}},
+                                  {{2, 3, 5, 5}, {3, 1, 1}, {2, 3, 5, 5}}}) {
     for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
       ModelBuilder m;
       m.input("a", DType::Float32, c.a).input("b", DType::Float32, c.b).output("y");
