@@ -22,7 +22,6 @@
 // Build options:
 //   -DOCB=4|8|16 -DOWB=n [-DOCV=2]      packed kernel and its weight packing, register block
 //                                        (OCV vectors of OCB channels x OWB pixels)
-//   -DROWS_FIRST                         packed kernel: output rows in global dimension 0
 //   -DOCB=4|8 -DPOINTWISE -DPXB=8|16 -DPXV=n   pointwise kernel: OCB channels x PXV vectors of
 //                                        PXB pixels (and the weight packing)
 //   -DDEPTHWISE -DOWB=4|8|16             depthwise kernel, pixels per vector
@@ -106,22 +105,18 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
 #undef SEG_OR_X
 }
 
-// Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH), or with -DROWS_FIRST (N*G*OD*OH, ceil(OW/OWB),
-// oc_blocks) so that neighbouring work-items share a block's weights; X is [N][G*C_g][D][H][W],
+// Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH), or with rows_first != 0 (N*G*OD*OH, ceil(OW/OWB),
+// oc_blocks) so that neighbouring work-items share a block's weights (a run-time argument: one
+// program serves both orders); X is [N][G*C_g][D][H][W],
 // Y [N][G*M_g][OD][OH][OW].
 __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* restrict Wp,
                               __global const BT* restrict bias,
                               __global const RT* restrict residual, __global YT* restrict Y,
                               int C_g, int D, int H, int W, int M_g, int OD, int OH, int OW, int G,
                               int oc_blocks, int pad_d, int pad_h, int pad_w, float act_lo,
-                              float act_hi) {
-#ifdef ROWS_FIRST
-  const int ob = get_global_id(2);
-  const int nodh = get_global_id(0);
-#else
-  const int ob = get_global_id(0);
-  const int nodh = get_global_id(2);
-#endif
+                              float act_hi, int rows_first) {
+  const int ob = get_global_id(rows_first ? 2 : 0);
+  const int nodh = get_global_id(rows_first ? 0 : 2);
   const int ow0 = get_global_id(1) * OWB;
   if (ob >= oc_blocks || ow0 >= OW) return;
   const int ohw = OD * OH;

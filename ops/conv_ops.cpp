@@ -452,14 +452,13 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
                      (ocv > 1 ? " -DOCV=" + std::to_string(ocv) : "") + window_defines(d.k3, d.st3, d.d3) + a.tail;
   cl_mem wp = packed_weights(ctx, d, ocb * ocv, &opts);
   const bool rows_first = (p.count("order") ? p.at("order") : packed_default_order(d)) == 1;
-  if (rows_first) opts += " -DROWS_FIRST";
   size_t g0 = static_cast<size_t>(blocks), g2 = static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1]);
   if (rows_first) std::swap(g0, g2);
   ctx.launch("conv", "conv_f32_packed", opts,
              {g0, static_cast<size_t>((out3[2] + owb - 1) / owb), g2},
              {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(in3[0]), i32(in3[1]), i32(in3[2]),
              i32(d.M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
-             i32(d.pb3[1]), i32(d.pb3[2]), a.lo, a.hi);
+             i32(d.pb3[1]), i32(d.pb3[2]), a.lo, a.hi, i32(rows_first ? 1 : 0));
 }
 
 // tiled: the GPU-shaped implicit GEMM (kernels/conv_tiled.cl), per image and group
