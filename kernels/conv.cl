@@ -62,24 +62,18 @@
 // Input columns one work-item reads from a row: OWB pixels, KW taps.
 #define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
 
-// Accumulates one input row (all kw) into acc. Near the left/right border the row segment is
-// first copied into registers with zeros for the padding, so the FMAs stay unconditional; `checked`
-// is a literal, so inlining yields two specialised copies.
+// Accumulates one input row (all kw) into acc. The row segment is first read into registers,
+// with zeros for the padding near the left/right border (`interior`: all columns inside), so that
+// one copy of the unrolled FMAs serves both cases (two copies made PoCL's code generation, which
+// runs at a kernel's first launch, take longer without being faster).
 __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT* restrict xr,
                                                     const __global PT* restrict wr, int iw0,
-                                                    int W, const bool checked) {
+                                                    int W, const bool interior) {
   float seg[SPAN];
-#ifdef XS_HALF
-  // Half input: each column is converted once into registers, not once per tap.
+  if (interior) {
 #pragma unroll
-  for (int t = 0; t < SPAN; ++t) {
-    const int iw = iw0 + t;
-    const float v = LD(XS, xr, checked ? clamp(iw, 0, W - 1) : iw);
-    seg[t] = !checked || (iw >= 0 && iw < W) ? v : 0.0f;
-  }
-#define SEG_OR_X(t) seg[t]
-#else
-  if (checked) {
+    for (int t = 0; t < SPAN; ++t) seg[t] = LD(XS, xr, iw0 + t);
+  } else {
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) {
       const int iw = iw0 + t;
@@ -87,8 +81,6 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
       seg[t] = iw >= 0 && iw < W ? v : 0.0f;
     }
   }
-#define SEG_OR_X(t) (checked ? seg[t] : LD(XS, xr, iw0 + (t)))
-#endif
 #pragma unroll
   for (int kw = 0; kw < KW; ++kw) {
     wvec w[OCV];
@@ -97,12 +89,11 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
 #pragma unroll
     for (int j = 0; j < OWB; ++j) {
       const int t = j * SW + kw * DW;
-      const wvec x = (wvec)(SEG_OR_X(t));
+      const wvec x = (wvec)(seg[t]);
 #pragma unroll
       for (int v = 0; v < OCV; ++v) acc[v * OWB + j] = fma(x, w[v], acc[v * OWB + j]);
     }
   }
-#undef SEG_OR_X
 }
 
 // Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH), or with rows_first != 0 (N*G*OD*OH, ceil(OW/OWB),
@@ -158,8 +149,7 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
         if (ih < 0 || ih >= H) continue;
         const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
         const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCT);
-        if (interior) conv_row(acc, xr, wr, iw0, W, false);
-        else conv_row(acc, xr, wr, iw0, W, true);
+        conv_row(acc, xr, wr, iw0, W, interior);
       }
     }
   }
