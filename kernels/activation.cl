@@ -90,23 +90,24 @@ ACT_DEFINE_EXP(float16, int16)
                                               t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));      \
     return t * exp_sigmoid_##T(-a * a + p);                                                        \
   }                                                                                                \
-  inline T erf_fast_##T(T x) {                                                                     \
-    const T a = fabs(x), z = x * x;                                                                \
-    /* 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) */                                           \
+  /* 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)), for |x| < 0.5 */                             \
+  inline T erf_series_##T(T x) {                                                                   \
+    const T z = x * x;                                                                             \
     const T s = 1.0f + z * (-1.0f / 3 + z * (1.0f / 10 + z * (-1.0f / 42 + z * (1.0f / 216 +       \
                 z * (-1.0f / 1320 + z * (1.0f / 9360))))));                                        \
-    const T series = 1.12837916709551257f * x * s;                                                 \
+    return 1.12837916709551257f * x * s;                                                           \
+  }                                                                                                \
+  inline T erf_fast_##T(T x) {                                                                     \
+    const T a = fabs(x);                                                                           \
     const T tail = copysign(1.0f - erfc_nonneg_##T(a), x);                                         \
-    return a < 0.5f ? series : tail;                                                               \
+    return a < 0.5f ? erf_series_##T(x) : tail;                                                    \
   }                                                                                                \
   /* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 through erfc, which keeps the small tail values      \
      accurate where 1 + erf would cancel. */                                                       \
   inline T gelu_fast_##T(T x) {                                                                    \
-    const T u = x * 0.70710678118654752f, a = fabs(u), z = u * u;                                  \
+    const T u = x * 0.70710678118654752f, a = fabs(u);                                             \
     const T e = erfc_nonneg_##T(a); /* one exp for both signs */                                  \
-    const T s = 1.0f + z * (-1.0f / 3 + z * (1.0f / 10 + z * (-1.0f / 42 + z * (1.0f / 216 +       \
-                z * (-1.0f / 1320 + z * (1.0f / 9360))))));                                        \
-    const T one_plus_erf = a < 0.5f ? 1.0f + 1.12837916709551257f * u * s : 2.0f - e;              \
+    const T one_plus_erf = a < 0.5f ? 1.0f + erf_series_##T(u) : 2.0f - e;                         \
     return 0.5f * x * (u < 0 ? e : one_plus_erf);                                                  \
   }
 ACT_DEFINE_ERF(float)

@@ -360,7 +360,7 @@ VariantParams pw_defaults(const ConvDesc& d, const DeviceCaps& c) {
 
 bool pw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
   const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
-  return (ocb == 4 || ocb == 8 || ocb == 16) && (pxb == 8 || pxb == 16) && pxv >= 1 && pxv <= 4 &&
+  return (ocb == 4 || ocb == 8) && (pxb == 8 || pxb == 16) && pxv >= 1 && pxv <= 4 &&
          product(d.s.w.in) >= static_cast<int64_t>(pxb) * pxv;
 }
 
@@ -439,7 +439,7 @@ bool packed_valid(const ConvDesc&, const DeviceCaps&, const VariantParams& p) {
   const auto order = p.find("order"), ocv = p.find("ocv");
   return (ocb == 4 || ocb == 8 || ocb == 16) && owb >= 1 && owb <= 16 &&
          (order == p.end() || order->second == 0 || order->second == 1) &&
-         (ocv == p.end() || (ocv->second >= 1 && ocv->second <= 4));
+         (ocv == p.end() || ocv->second == 1 || ocv->second == 2);
 }
 
 void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {

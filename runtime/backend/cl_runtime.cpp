@@ -507,29 +507,43 @@ cl_program ClRuntime::load_or_build(const std::string& file, const std::string& 
   return prog;
 }
 
-double ClRuntime::store_binary(cl_program prog, const std::string& path, const std::string& full_key) {
-  auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+// The program's binary for the one device it was built for; false when the driver gives none.
+bool read_back_binary(cl_program prog, std::vector<unsigned char>* bin) {
   size_t bsize = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) != CL_SUCCESS || bsize == 0)
-    return 0;
-  std::vector<unsigned char> bin(bsize);
-  unsigned char* bp = bin.data();
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) != CL_SUCCESS) return 0;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  make_dirs(cache_dir_);
-  // Unique per process and thread: sessions in several threads may write the same entry.
+    return false;
+  bin->resize(bsize);
+  unsigned char* bp = bin->data();
+  return clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) == CL_SUCCESS;
+}
+
+// Writes `bytes` to a temporary file beside `path` and renames it over `path`, so that readers
+// never see a torn file; the temporary name is unique per process and call (sessions in several
+// threads may write the same file).
+void write_atomically(const std::string& path, const std::string& bytes) {
   static std::atomic<unsigned> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
   std::ofstream f(tmp, std::ios::binary);
-  uint64_t klen = full_key.size(), blen = bsize;
-  f.write(reinterpret_cast<const char*>(&klen), 8);
-  f.write(full_key.data(), klen);
-  f.write(reinterpret_cast<const char*>(&blen), 8);
-  f.write(reinterpret_cast<const char*>(bin.data()), blen);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   f.close();
   if (f) std::rename(tmp.c_str(), path.c_str());
   else std::remove(tmp.c_str());
-  return ms;
+}
+
+}  // namespace
+
+void ClRuntime::store_binary(cl_program prog, const std::string& path, const std::string& full_key) {
+  std::vector<unsigned char> bin;
+  if (!read_back_binary(prog, &bin)) return;
+  make_dirs(cache_dir_);
+  const uint64_t klen = full_key.size(), blen = bin.size();
+  std::string entry(reinterpret_cast<const char*>(&klen), 8);
+  entry += full_key;
+  entry.append(reinterpret_cast<const char*>(&blen), 8);
+  entry.append(reinterpret_cast<const char*>(bin.data()), bin.size());
+  write_atomically(path, entry);
 }
 
 bool ClRuntime::storing_binaries() {
@@ -556,11 +570,11 @@ bool ClRuntime::storing_binaries() {
 
 void ClRuntime::decide_binary_storage() {
   // A driver that compiled in clBuildProgram hands out its binary as a copy (rusticl: under 1 ms);
-  // one that needs more than a tenth of the build compiles again (PoCL: 50-90 ms for a one-line
-  // program built in 200 ms, 0.55-1.8 s for a conv). Measured on a one-line program rather than
-  // on the model's first program: PoCL's read-back of resnet18's 7x7 stem conv took 1.8 s of a
-  // cold start. The probe is built twice, each time with a source no driver cache can know (the
-  // first build of a process also carries the driver's start-up), and the second is timed.
+  // one that needs more than a tenth of the build compiles again (PoCL: 200-300 ms for the probe
+  // below built in 150-200 ms, 0.55-1.8 s for a conv). Measured on a probe rather than on the
+  // model's first program: PoCL's read-back of resnet18's 7x7 stem conv took 1.8 s of a cold
+  // start. The probe is built twice, each time with a define no driver cache can know (the first
+  // build of a process also carries the driver's start-up), and the second is timed.
   const auto now = [] { return std::chrono::steady_clock::now(); };
   const auto ms_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -578,13 +592,8 @@ void ClRuntime::decide_binary_storage() {
       cl_program p = build_from_source(src, opts, "pool");
       build_ms = ms_since(t0);
       t0 = now();
-      size_t bsize = 0;
-      bool ok = clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, nullptr) == CL_SUCCESS && bsize > 0;
-      if (ok) {
-        std::vector<unsigned char> bin(bsize);
-        unsigned char* bp = bin.data();
-        ok = clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bp, &bp, nullptr) == CL_SUCCESS;
-      }
+      std::vector<unsigned char> bin;
+      const bool ok = read_back_binary(p, &bin);
       read_ms = ok ? ms_since(t0) : -1;
       clReleaseProgram(p);
       if (!ok) break;
@@ -601,13 +610,7 @@ void ClRuntime::decide_binary_storage() {
     std::snprintf(why, sizeof why, "reading a probe program's binary back took %.1f ms, its build %.0f ms", read_ms,
                   build_ms);
   make_dirs(cache_dir_);
-  static std::atomic<unsigned> counter{0};  // sessions of one process may decide at once
-  const std::string tmp = policy_path_ + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
-  std::ofstream f(tmp);
-  f << "store-binaries " << store_binaries_ << " (" << why << ")\n";
-  f.close();
-  if (f) std::rename(tmp.c_str(), policy_path_.c_str());
-  else std::remove(tmp.c_str());
+  write_atomically(policy_path_, "store-binaries " + std::to_string(store_binaries_) + " (" + why + ")\n");
   if (log_) {
     std::lock_guard<std::mutex> l(log_mu_);
     log_(store_binaries_ ? std::string("kernel cache: storing program binaries (") + why + ")"

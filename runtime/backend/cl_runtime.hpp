@@ -118,11 +118,10 @@ class ClRuntime {
                                const std::string& file);
   // Whether programs built from source go to the disk cache (see store_binaries_).
   bool storing_binaries();
-  // Reads the binary of `prog` back from the driver and writes the cache entry; returns the
-  // milliseconds the read-back took.
-  double store_binary(cl_program prog, const std::string& path, const std::string& full_key);
-  // Measures, on a one-line probe program, whether this driver hands out binaries cheaply, and
-  // keeps the decision in policy_path_. Called with policy_mu_ held.
+  // Reads the binary of `prog` back from the driver and writes the cache entry.
+  void store_binary(cl_program prog, const std::string& path, const std::string& full_key);
+  // Measures, on a probe build of a small program, whether this driver hands out binaries
+  // cheaply, and keeps the decision in policy_path_. Called with policy_mu_ held.
   void decide_binary_storage();
 
   DeviceHandle dev_;
