@@ -38,8 +38,8 @@
 
 // e^x for the sigmoid family in float without the library call: PoCL's exp made a fused
 // conv + SiLU epilogue 3.4x slower than the conv itself (efficientnet_b0's 112x112 expansion:
-// 1.95 ms, 0.57 ms without the exp), and it runs lane by lane. n = rint(x / ln 2), r = x - n ln 2
-// in two steps (Cody-Waite, |r| <= ln2/2), e^r by its Taylor series to r^7 (truncation 3e-9
+// 1.95 ms, 0.57 ms without the exp), and it runs lane by lane. n = round(x / ln 2), r = x - n ln 2
+// in two steps (Cody-Waite, |r| <= ln2/2 up to rounding), e^r by its Taylor series to r^7 (truncation 3e-9
 // relative), times 2^n through the exponent bits. Within about one float rounding on [-87, 88];
 // below it is e^-87, above infinity (1/(1 + e^-x) and x/(1 + e^-x) are then 1 or 0 times x to
 // within |x| 1e-38), and NaN stays NaN. Defined for float and float vectors (T, with integer type
@@ -47,7 +47,10 @@
 #define ACT_DEFINE_EXP(T, I)                                                                       \
   inline T exp_sigmoid_##T(T x) {                                                                  \
     const T xc = clamp(x, -87.0f, 88.0f);                                                          \
-    const T n = rint(xc * 1.44269504088896341f);                                                   \
+    /* n = round(xc / ln 2) by truncating a positive value: PoCL's rint on vectors runs lane by  */ \
+    /* lane with branches (a SiLU epilogue cost 8x its depthwise conv); -125 <= n <= 127 here   */ \
+    const I ni = convert_##I(fma(xc, 1.44269504088896341f, 126.5f)) - 126;                         \
+    const T n = convert_##T(ni);                                                                   \
     T r = fma(-n, 0.693145751953125f, xc);                                                         \
     r = fma(-n, 1.42860682030941723e-06f, r);                                                      \
     T p = 1.0f / 5040;                                                                             \
@@ -58,8 +61,8 @@
     p = fma(p, r, 0.5f);                                                                           \
     p = fma(p, r, 1.0f);                                                                           \
     p = fma(p, r, 1.0f);                                                                           \
-    const T e = p * as_##T((convert_##I(n) + 127) << 23);                                          \
-    return isnan(x) ? x : x > 88.0f ? (T)(INFINITY) : e;                                           \
+    const T e = p * as_##T((ni + 127) << 23);                                                      \
+    return x != x ? x : x > 88.0f ? (T)(INFINITY) : e;                                             \
   }                                                                                                \
   inline T sigmoid_fast_##T(T x) { return 1.0f / (1.0f + exp_sigmoid_##T(-x)); }                  \
   inline T silu_fast_##T(T x) { return x / (1.0f + exp_sigmoid_##T(-x)); }

@@ -93,13 +93,17 @@ bool small_window(const PoolDesc& d) { return d.geom[6] * d.geom[7] * d.geom[8] 
 bool rows_applies(const PoolDesc& d, const DeviceCaps&) {
   return d.kind == Kind::Max && !d.indices && small_window(d);
 }
-VariantParams rows_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
-void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
-  const size_t rows = static_cast<size_t>(d.geom[3] * d.geom[4]);
+VariantParams rows_defaults(const PoolDesc&, const DeviceCaps&) { return {{"local", 1}}; }
+bool rows_valid(const PoolDesc&, const DeviceCaps& c, const VariantParams& p) {
+  return p.at("local") >= 1 && static_cast<size_t>(p.at("local")) <= c.max_work_group_size;
+}
+void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams& p) {
+  const size_t local = static_cast<size_t>(p.at("local"));
+  const size_t rows = (static_cast<size_t>(d.geom[3] * d.geom[4]) + local - 1) / local * local;
   // Float and half storage (computed in float): interior runs of 8 outputs as vectors.
   const bool vec = d.t == DType::Float32 || d.t == DType::Float16;
   ctx.launch("pool", "pool_max_rows", d.opts + (vec ? " -DROWS_VEC" : ""), {rows, static_cast<size_t>(d.planes)},
-             {1, 1}, ctx.in_buf(0),
+             {local, 1}, ctx.in_buf(0),
              ctx.out_buf(0), ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
 }
 
@@ -159,8 +163,8 @@ const KernelFamily<PoolDesc>& pool_family() {
       {
           {"plane", "average over whole planes (global average): one work-item per plane, 8 lanes", {},
            plane_applies, nullptr, plane_defaults, plane_run, plane_preferred},
-          {"rows", "MaxPool, window <= 64 taps, no indices: one output row per work-item", {}, rows_applies,
-           nullptr, rows_defaults, rows_run},
+          {"rows", "MaxPool, window <= 64 taps, no indices: one output row per work-item",
+           {{"local", {1, 4, 8, 16}}}, rows_applies, rows_valid, rows_defaults, rows_run},
           {"generic", "any pooling: one output per work-item, row-segment work-groups",
            {{"local_w", {1, 8, 16, 32}}, {"local_h", {1, 8}}}, generic_applies, generic_valid, generic_defaults,
            generic_run},
