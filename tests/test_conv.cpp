@@ -228,6 +228,8 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
       // applied lane by lane; 5x5 stride 2.
       {{1, 64, 64, 64, {6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
       {{1, 16, 16, 16, {10, 19}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Sigmoid", false},
+      // Rows of 7 (narrower than a vector): the last row's vector epilogue with a residual.
+      {{1, 24, 24, 24, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Sigmoid", true},
       {{2, 8, 8, 8, {9, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, "Relu", true},
       // Pointwise with pixel vectors, residual and Clip.
       {{2, 12, 20, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Clip", true},

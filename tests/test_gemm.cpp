@@ -30,6 +30,10 @@ TEST(Gemm, MatchesReference) {
       {3, 17, 2, false, false, 1.0f, 1.0f, {-1}},
       {13, 33, 19, false, true, 2.0f, 0.0f, {13, 33}},
       {2, 6, 5, false, false, 1.0f, 1.0f, {1, 1}},
+      // C broadcast along N over whole 32- and 64-column panels (a strided C read in the vector
+      // epilogue), and a full C there (contiguous rows).
+      {9, 64, 10, false, false, 1.0f, 0.5f, {9, 1}},
+      {9, 64, 10, false, false, 1.0f, 0.5f, {9, 64}},
   };
   int k = 0;
   for (const GemmCase& c : cases)
