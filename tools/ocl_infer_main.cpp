@@ -701,7 +701,8 @@ int main(int argc, char** argv) {
       const auto st = s.stats();
       std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "
                 << st.compile_ms << " ms, " << st.programs_built << " programs built, "
-                << st.programs_cached << " from cache), " << st.kernel_launches << " kernel launches\n";
+                << st.programs_cached << " from cache; " << st.programs_bundled
+                << " kernel programs in a bundle), " << st.kernel_launches << " kernel launches\n";
     }
     return rc;
   } catch (const UsageError& e) {

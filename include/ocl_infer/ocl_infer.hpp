@@ -220,6 +220,7 @@ struct SessionStats {
   double compile_ms = 0;      // program builds (included in plan_ms)
   int programs_built = 0;     // compiled from source
   int programs_cached = 0;    // loaded from the disk cache
+  int programs_bundled = 0;   // kernel programs built inside one combined program (counted once above)
   int kernel_launches = 0;    // per inference in the current plan
   // Autotuning during the last planning (SessionOptions::tune): problems measured, how many got
   // a faster choice than the device-class heuristic, seconds spent, and the summed kernel times of

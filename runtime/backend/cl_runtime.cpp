@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/backend/kernel_table.hpp"
+#include "runtime/backend/program_bundle.hpp"
 
 namespace oi {
 
@@ -370,6 +372,7 @@ ClRuntime::~ClRuntime() {
     }
   }
   for (auto& [k, p] : programs_) clReleaseProgram(p);
+  for (cl_program p : bundles_) clReleaseProgram(p);
   if (queue_) clReleaseCommandQueue(queue_);
   if (context_) clReleaseContext(context_);
 }
@@ -446,8 +449,12 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
 }
 
 cl_program ClRuntime::load_or_build(const std::string& file, const std::string& options) {
+  return load_or_build_source(file, kernel_source(file), options);
+}
+
+cl_program ClRuntime::load_or_build_source(const std::string& file, const std::string& src,
+                                           const std::string& options) {
   auto t0 = std::chrono::steady_clock::now();
-  std::string src = kernel_source(file);
   std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
                          dev_.info.name + '\n' + dev_.info.platform + '\n' +
                          dev_.info.driver_version + '\n' + dev_.info.device_version;
@@ -499,8 +506,8 @@ cl_program ClRuntime::load_or_build(const std::string& file, const std::string& 
     char line[64];
     std::snprintf(line, sizeof line, " in %.0f ms", ms);
     std::lock_guard<std::mutex> l(log_mu_);
-    log_(std::string("kernel program kernels/") + file + ".cl" + (options.empty() ? "" : " [" + options + "]") +
-         (built_now ? " built" : " loaded from the cache") + line);
+    log_(std::string("kernel program ") + (file == kBundleName ? std::string("bundle") : "kernels/" + file + ".cl") +
+         (options.empty() ? "" : " [" + options + "]") + (built_now ? " built" : " loaded from the cache") + line);
   }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.compile_ms += ms;
@@ -570,11 +577,11 @@ bool ClRuntime::storing_binaries() {
 
 void ClRuntime::decide_binary_storage() {
   // A driver that compiled in clBuildProgram hands out its binary as a copy (rusticl: under 1 ms);
-  // one that needs more than a tenth of the build compiles again (PoCL: 200-300 ms for the probe
-  // below built in 150-200 ms, 0.55-1.8 s for a conv). Measured on a probe rather than on the
-  // model's first program: PoCL's read-back of resnet18's 7x7 stem conv took 1.8 s of a cold
-  // start. The probe is built twice, each time with a define no driver cache can know (the first
-  // build of a process also carries the driver's start-up), and the second is timed.
+  // one that needs more than a tenth of the build compiles again (PoCL: ~80 ms for the probe below
+  // built in ~250 ms, 0.55-1.8 s for a conv). Measured on a probe rather than on the model's
+  // programs: PoCL's read-back of resnet18's 7x7 stem conv took 1.8 s of a cold start. This runs
+  // after the session's first build, so the driver's own start-up (~1 s for PoCL) is not in the
+  // probe's build time; a define no driver cache can know makes it a fresh build.
   const auto now = [] { return std::chrono::steady_clock::now(); };
   const auto ms_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -582,22 +589,23 @@ void ClRuntime::decide_binary_storage() {
   const std::string nonce = std::to_string(getpid()) + "-" + std::to_string(now().time_since_epoch().count());
   double build_ms = 0, read_ms = -1;
   try {
-    for (int i = 0; i < 2; ++i) {
-      // A real program of ocl-infer's (the global average pool); a define no driver cache can
-      // know makes it a fresh build. (A one-line kernel did not show PoCL's cost: 0.2 ms.)
-      const std::string src = kernel_source("pool");
-      const std::string opts = " -DT=float -DPOOL_AVG -DPLANE_AVG -DOCL_INFER_BINARY_PROBE=" + nonce + "-" +
-                               std::to_string(i) + extra_build_options();
-      auto t0 = now();
-      cl_program p = build_from_source(src, opts, "pool");
-      build_ms = ms_since(t0);
-      t0 = now();
-      std::vector<unsigned char> bin;
-      const bool ok = read_back_binary(p, &bin);
-      read_ms = ok ? ms_since(t0) : -1;
-      clReleaseProgram(p);
-      if (!ok) break;
-    }
+    // One kernel with a loop: a one-line kernel compiles too fast to show the second compile
+    // (0.2 ms), and each kernel of a program is compiled again, so one is enough.
+    const std::string src =
+        "__kernel void oi_binary_probe(__global float* y, int n) {\n"
+        "  float a = 0.0f;\n"
+        "  for (int i = 0; i < n; ++i) a = fma(a, 0.5f, y[i] * PROBE_SCALE);\n"
+        "  y[get_global_id(0)] = a;\n"
+        "}\n";
+    const std::string opts = " -DPROBE_SCALE=1.0f -DOCL_INFER_BINARY_PROBE=" + nonce + extra_build_options();
+    auto t0 = now();
+    cl_program p = build_from_source(src, opts, "binary-probe");
+    build_ms = ms_since(t0);
+    t0 = now();
+    std::vector<unsigned char> bin;
+    const bool ok = read_back_binary(p, &bin);
+    read_ms = ok ? ms_since(t0) : -1;
+    clReleaseProgram(p);
   } catch (const std::exception&) {
     read_ms = -1;  // no probe, no stored binaries: the driver's own cache still works
   }
@@ -679,13 +687,73 @@ CompileStats ClRuntime::compile_stats() const {
 
 KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
                             const std::string& options) {
-  cl_program p = program(file, options + extra_build_options());
+  cl_program p = nullptr;
+  std::string name = entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = bundled_.find(file + '\n' + options); it != bundled_.end()) {
+      p = it->second.first;
+      name += it->second.second;
+    }
+  }
+  if (!p) p = program(file, options + extra_build_options());
   cl_int err = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(p, entry.c_str(), &err);
+  cl_kernel k = clCreateKernel(p, name.c_str(), &err);
   if (err != CL_SUCCESS)
     throw ocl_infer::DeviceError("clCreateKernel('" + entry + "' in kernels/" + file +
                                  ".cl) failed: " + cl_error_name(err));
   return KernelPtr(k);
+}
+
+void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::string>>& units) {
+  const auto env_is = [](const char* name, const char* value) {
+    const char* e = std::getenv(name);
+    return e && std::string(e) == value;
+  };
+  if (env_is("OCL_INFER_BUNDLE", "0")) return;
+  const bool strict = env_is("OCL_INFER_BUNDLE_STRICT", "1");
+  // The units that nothing has built yet, each once, in the plan's order (the same model makes the
+  // same bundle, which the driver's cache then knows).
+  std::vector<std::pair<std::string, std::string>> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> seen;
+    for (const auto& [file, options] : units) {
+      const std::string key = file + '\n' + options;
+      std::vector<std::pair<std::string, std::string>> defines;
+      if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
+          pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
+        continue;
+      todo.push_back({file, options});
+    }
+  }
+  if (todo.size() < 2) return;
+  std::vector<BundleUnit> parts;
+  for (const auto& [file, options] : todo) parts.push_back({kernel_source(file), options});
+  const std::string src = bundle_source(parts);
+  cl_program prog = nullptr;
+  try {
+    prog = load_or_build_source(kBundleName, src, extra_build_options());
+  } catch (const ocl_infer::KernelBuildError& e) {
+    // A unit that does not build fails on its own in kernel(), with its own log. A bundle whose
+    // units all build would be a fault of the bundling itself: the tests make that an error.
+    if (strict) {
+      for (const auto& [file, options] : todo) program(file, options + extra_build_options());
+      throw ocl_infer::Error(std::string("internal: a program bundle failed to build although each of its units builds: ") +
+                             e.what());
+    }
+    if (log_) {
+      std::lock_guard<std::mutex> l(log_mu_);
+      log_(std::string("kernel program bundle failed; building its ") + std::to_string(todo.size()) +
+           " programs one by one");
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  bundles_.push_back(prog);
+  stats_.bundled += static_cast<int>(todo.size());
+  for (size_t i = 0; i < todo.size(); ++i)
+    bundled_.emplace(todo[i].first + '\n' + todo[i].second, std::make_pair(prog, bundle_suffix(i)));
 }
 
 }  // namespace oi

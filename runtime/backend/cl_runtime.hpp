@@ -66,6 +66,7 @@ struct CompileStats {
   double compile_ms = 0;
   int built = 0;
   int cached = 0;
+  int bundled = 0;  // (file, options) units built inside a program bundle (each bundle counts once in built/cached)
 };
 
 class ClRuntime {
@@ -107,6 +108,14 @@ class ClRuntime {
   // Build errors surface from kernel().
   void prefetch(const std::string& file, const std::string& options);
 
+  // Builds the programs of `units` ((file, options) as kernel() takes them) that no earlier call
+  // built, as one program bundle (runtime/backend/program_bundle.hpp); kernel() then takes their
+  // kernels from it. Fewer than two such units, or options other than -D definitions, are left to
+  // kernel(). A bundle that fails to build is logged and its units are built one by one later
+  // (with $OCL_INFER_BUNDLE_STRICT=1 that is an error when every unit builds alone; the tests set
+  // it). $OCL_INFER_BUNDLE=0 turns bundling off.
+  void build_bundle(const std::vector<std::pair<std::string, std::string>>& units);
+
   // Totals so far (compile_ms sums the builds' own times, which overlap when parallel).
   CompileStats compile_stats() const;
 
@@ -114,6 +123,9 @@ class ClRuntime {
   cl_program program(const std::string& file, const std::string& options);
   // Loads from the disk cache or compiles; thread-safe.
   cl_program load_or_build(const std::string& file, const std::string& options);
+  // The same for any source; `file` names it in the cache and the log (kBundleName for a bundle).
+  cl_program load_or_build_source(const std::string& file, const std::string& src, const std::string& options);
+  static constexpr const char* kBundleName = "bundle";
   cl_program build_from_source(const std::string& src, const std::string& options,
                                const std::string& file);
   // Whether programs built from source go to the disk cache (see store_binaries_).
@@ -133,6 +145,10 @@ class ClRuntime {
   std::function<void(const std::string&)> log_;
   std::map<std::string, cl_program> programs_;
   std::map<std::string, std::shared_future<cl_program>> pending_;  // prefetched, by the same key
+  // Units built in a bundle, by file + '\n' + options (without the extra options): the bundle and
+  // the suffix of the unit's kernel names in it.
+  std::map<std::string, std::pair<cl_program, std::string>> bundled_;
+  std::vector<cl_program> bundles_;
   mutable std::mutex mu_;       // programs_, pending_, stats_
   std::mutex log_mu_;           // log_ from worker threads
   std::mutex slots_mu_;         // worker slots

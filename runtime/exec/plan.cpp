@@ -266,6 +266,13 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
     if (!g.values[o].data) sink.buffer_of(o);
   for (int in : g.inputs)
     if (!g.values[in].data) sink.buffer_of(in);
+  // The programs not built yet go into one bundle (one driver build instead of one per program).
+  {
+    std::vector<std::pair<std::string, std::string>> units;
+    for (const Launch& l : p.launches)
+      if (!l.kernel) units.push_back({l.file, l.options});
+    cl.build_bundle(units);
+  }
   // The programs have been building in parallel since their first launch was added.
   for (Launch& l : p.launches) {
     try {

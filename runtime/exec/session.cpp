@@ -270,7 +270,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     auto t0 = std::chrono::steady_clock::now();
     s.plan.reset();
     double compile_before = s.cl->compile_stats().compile_ms;
-    int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached;
+    int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
+        bundled_before = s.cl->compile_stats().bundled;
     oi::PlanOptions po;
     po.optimizer.level = s.options.optimization_level;
     po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
@@ -304,6 +305,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     s.stats.compile_ms = s.cl->compile_stats().compile_ms - compile_before;
     s.stats.programs_built = s.cl->compile_stats().built - built_before;
     s.stats.programs_cached = s.cl->compile_stats().cached - cached_before;
+    s.stats.programs_bundled = s.cl->compile_stats().bundled - bundled_before;
     s.stats.kernel_launches = static_cast<int>(s.plan->launches.size());
     for (auto& note : s.plan->compiled.notes) s.log("precision: " + note);
     if (s.options.profiling) s.profile.reset(*s.plan);

@@ -1,0 +1,179 @@
+// Program bundles (runtime/backend/program_bundle.hpp): the option parser, the scan of file-scope
+// names, two units of one source in one program on the device, and a model planned with and
+// without bundling (bit-identical, and against a CPU reference).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/backend/cl_runtime.hpp"
+#include "runtime/backend/program_bundle.hpp"
+#include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(Bundle, ParsesOnlyDefinitions) {
+  std::vector<std::pair<std::string, std::string>> d;
+  ASSERT_TRUE(oi::parse_define_options(" -DA=1  -DB -DT_LOWEST=(-INFINITY) -DX=1.5e-3f", &d));
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0], std::make_pair(std::string("A"), std::string("1")));
+  EXPECT_EQ(d[1], std::make_pair(std::string("B"), std::string("1")));
+  EXPECT_EQ(d[2].second, "(-INFINITY)");
+  EXPECT_EQ(d[3].second, "1.5e-3f");
+  d.clear();
+  EXPECT_TRUE(oi::parse_define_options("", &d));
+  EXPECT_TRUE(d.empty());
+  for (const char* bad : {"-cl-fast-relaxed-math", "-DA=1 -w", "-D A=1", "-DF(x)=x", "-DS=\"s\"", "-D"}) {
+    d.clear();
+    EXPECT_FALSE(oi::parse_define_options(bad, &d)) << bad;
+  }
+}
+
+TEST(Bundle, ScanFindsFileScopeNames) {
+  const std::string src = R"(
+#ifndef GUARD_CL
+#define GUARD_CL
+#define STORE_TYPE(s) float
+#define GEN(T) inline T twice_##T(T x) { return x + x; } \
+  inline T thrice_##T(T x) { return 3 * x; }
+GEN(float)
+GEN(float4)
+// a comment with a fake() { name; }
+/* and a block comment: int fake2(void) {} */
+typedef float real;
+typedef struct tagged { int a; } tagged_t;
+__constant float table[3] = {1.0f, 2.0f, 3.0f};
+inline STORE_TYPE(YS) helper(const __global float* restrict p, int i) { if (i) { return p[i]; } return 0; }
+__attribute__((always_inline)) inline void attributed(int x) {}
+float prototype(float);
+__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void kern(__global float* y) { y[0] = helper(y, 1); }
+#endif
+)";
+  const oi::SourceNames n = oi::scan_source_names(src);
+  for (const char* g : {"twice_float", "thrice_float", "twice_float4", "thrice_float4", "real", "tagged", "tagged_t",
+                        "table", "helper", "attributed", "prototype", "kern"})
+    EXPECT_TRUE(has(n.globals, g)) << g;
+  for (const char* not_g : {"fake", "fake2", "STORE_TYPE", "GEN", "float", "p", "i", "y", "x", "__attribute__"})
+    EXPECT_FALSE(has(n.globals, not_g)) << not_g;
+  for (const char* m : {"GUARD_CL", "STORE_TYPE", "GEN"}) EXPECT_TRUE(has(n.macros, m)) << m;
+}
+
+// Two units of one source with different definitions, in one program: each unit's kernel sees its
+// own values, helpers and constants.
+TEST(Bundle, TwoUnitsOfOneSourceOnTheDevice) {
+  const std::string src = R"(
+#ifndef SCALE
+#define SCALE 1.0f
+#endif
+#define GEN(T) inline T scaled_##T(T x) { return x * SCALE + OFFSET; }
+GEN(float)
+__constant float bias[2] = {0.25f, 0.5f};
+typedef float real;
+inline real add_bias(real v, int i) { return v + bias[i & 1]; }
+__kernel void apply(__global float* y) {
+  const int i = get_global_id(0);
+  y[i] = add_bias(scaled_float(y[i]), i);
+}
+)";
+  const std::vector<oi::BundleUnit> units = {{src, "-DSCALE=2.0f -DOFFSET=1.0f"}, {src, "-DOFFSET=-3.0f"}};
+  const std::string combined = oi::bundle_source(units);
+  oi::ClRuntime rt(oi::select_device(""), "off", nullptr);
+  cl_int err = CL_SUCCESS;
+  const char* s = combined.c_str();
+  const size_t len = combined.size();
+  cl_program prog = clCreateProgramWithSource(rt.context(), 1, &s, &len, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  cl_device_id dev = rt.device();
+  err = clBuildProgram(prog, 1, &dev, "", nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+    std::string log(n, '\0');
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    FAIL() << log << "\n" << combined;
+  }
+  const float in[4] = {1, 2, 3, 4};
+  const float scale[2] = {2, 1}, offset[2] = {1, -3};
+  for (int u = 0; u < 2; ++u) {
+    cl_kernel k = clCreateKernel(prog, ("apply" + oi::bundle_suffix(u)).c_str(), &err);
+    ASSERT_EQ(err, CL_SUCCESS) << "unit " << u;
+    auto buf = rt.upload(in, sizeof in);
+    ASSERT_EQ(clSetKernelArg(k, 0, sizeof(cl_mem), &buf->mem), CL_SUCCESS);
+    const size_t global = 4;
+    ASSERT_EQ(clEnqueueNDRangeKernel(rt.queue(), k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr), CL_SUCCESS);
+    float out[4];
+    ASSERT_EQ(clEnqueueReadBuffer(rt.queue(), buf->mem, CL_TRUE, 0, sizeof out, out, 0, nullptr, nullptr), CL_SUCCESS);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(out[i], in[i] * scale[u] + offset[u] + (i & 1 ? 0.5f : 0.25f)) << "unit " << u << " element " << i;
+    clReleaseKernel(k);
+  }
+  clReleaseProgram(prog);
+}
+
+// Convs of three shapes and a max pool: one bundle of their programs, the same bits as separate
+// programs, and the CPU reference.
+TEST(Bundle, ModelBundledMatchesSeparateProgramsAndReference) {
+  std::mt19937 rng(7);
+  const Tensor x = random_tensor({1, 6, 13, 11}, rng);
+  const Tensor w1 = random_tensor({16, 6, 3, 3}, rng), w2 = random_tensor({8, 16, 1, 1}, rng),
+               w3 = random_tensor({5, 8, 5, 5}, rng);
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, 6, 13, 11}).output("y");
+  m.initializer("w1", w1).initializer("w2", w2).initializer("w3", w3);
+  attr_ints(m.node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  m.node("Conv", {"r1", "w2"}, {"c2"});
+  attr_ints(m.node("Conv", {"c2", "w3"}, {"c3"}), "pads", {2, 2, 2, 2});
+  auto& pool = m.node("MaxPool", {"c3"}, {"y"});
+  attr_ints(pool, "kernel_shape", {3, 3});
+  attr_ints(pool, "pads", {1, 1, 1, 1});
+  const std::string bytes = m.bytes();
+
+  auto run = [&](bool bundle, ocl_infer::SessionStats* st) {
+    setenv("OCL_INFER_BUNDLE", bundle ? "1" : "0", 1);
+    ocl_infer::SessionOptions so;
+    so.cache_dir = "off";
+    so.tuning_cache = "off";
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+    auto out = s.run({{"x", x}}).at("y");
+    *st = s.stats();
+    return out;
+  };
+  ocl_infer::SessionStats bundled_stats, separate_stats;
+  const Tensor bundled = run(true, &bundled_stats);
+  const Tensor separate = run(false, &separate_stats);
+  unsetenv("OCL_INFER_BUNDLE");
+  EXPECT_GE(bundled_stats.programs_bundled, 3) << "the three convs and the pool differ in their options";
+  EXPECT_EQ(bundled_stats.programs_built, 1);
+  EXPECT_EQ(separate_stats.programs_bundled, 0);
+  EXPECT_EQ(separate_stats.programs_built, bundled_stats.programs_bundled);
+  ASSERT_EQ(bundled.bytes.size(), separate.bytes.size());
+  EXPECT_EQ(bundled.bytes, separate.bytes) << "bundling changes which program holds a kernel, nothing else";
+
+  // Reference: conv, relu, conv, conv, then 3x3 max pool with padding 1, stride 1.
+  const Tensor c1 = reference::unary(reference::conv2d(x, w1, nullptr, 1, 1), reference::relu);
+  const Tensor c3 = reference::conv2d(reference::conv2d(c1, w2, nullptr, 0, 1), w3, nullptr, 2, 1);
+  Tensor want(DType::Float32, c3.shape);
+  const int64_t C = c3.shape[1], H = c3.shape[2], W = c3.shape[3];
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) {
+        float mx = -INFINITY;
+        for (int64_t dh = -1; dh <= 1; ++dh)
+          for (int64_t dw = -1; dw <= 1; ++dw)
+            if (h + dh >= 0 && h + dh < H && w + dw >= 0 && w + dw < W)
+              mx = std::max(mx, c3.data<float>()[(c * H + h + dh) * W + w + dw]);
+        want.data<float>()[(c * H + h) * W + w] = mx;
+      }
+  EXPECT_LT(reference::rel_error(bundled, want), 1e-4);
+}
+
+}  // namespace
