@@ -322,11 +322,14 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
   // Initializers are constants; a model input that is also an initializer is a constant too. Their
   // total counts against the memory limit as each is read.
   uint64_t total = 0;
-  for (auto& init : gp.initializer()) {
+  for (auto& init : *mp.mutable_graph()->mutable_initializer()) {
     if (init.name().empty()) throw ModelError("an initializer has no name");
     int id = value_id(init.name());
     Value& v = g.values[id];
     auto t = std::make_shared<Tensor>(convert_tensor(init, model_dir, max_bytes - total));
+    // The copy in the tensor is the one kept: the parsed bytes go now, so that the next
+    // initializer's allocation can reuse their memory instead of faulting in fresh pages.
+    std::string().swap(*init.mutable_raw_data());
     total += t->bytes.size();
     v.dtype = t->dtype;
     v.shape = t->shape;
