@@ -142,7 +142,8 @@ struct SessionOptions {
   // Directory for compiled-kernel binaries; "" = $OCL_INFER_CACHE_DIR, else $XDG_CACHE_HOME/ocl-infer,
   // else ~/.cache/ocl-infer. "off" disables the disk cache.
   std::string cache_dir;
-  // Receives progress and diagnostics (device chosen, compile progress); may be empty.
+  // Receives progress and diagnostics (device chosen, compile progress); may be empty. Notices of
+  // slow work ("compiling ...", after a second or two of a first compile) come from a helper thread.
   std::function<void(const std::string&)> log;
   // Records per-kernel OpenCL event timings on every run (see Session::profile()). Off by default;
   // when off the queue is created without profiling and no events are made.

@@ -16,6 +16,7 @@
 
 #include "runtime/backend/kernel_table.hpp"
 #include "runtime/backend/program_bundle.hpp"
+#include "runtime/backend/slow_notice.hpp"
 
 namespace oi {
 
@@ -733,6 +734,15 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
   const std::string src = bundle_source(parts);
   cl_program prog = nullptr;
   try {
+    // The log is called from the notice's thread as well as from this one.
+    const auto locked_log = [this](const std::string& m) {
+      std::lock_guard<std::mutex> l(log_mu_);
+      log_(m);
+    };
+    SlowNotice notice(log_ ? std::function<void(const std::string&)>(locked_log) : nullptr,
+                      "compiling " + std::to_string(todo.size()) + " kernel programs for " + dev_.info.name +
+                          " (the first run on this device and driver; later runs find them in the cache)",
+                      1000);
     prog = load_or_build_source(kBundleName, src, extra_build_options());
   } catch (const ocl_infer::KernelBuildError& e) {
     // A unit that does not build fails on its own in kernel(), with its own log. A bundle whose

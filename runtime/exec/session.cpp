@@ -14,6 +14,7 @@
 #include "onnx/loader.hpp"
 #include "ops/variants.hpp"
 #include "runtime/backend/host_memory.hpp"
+#include "runtime/backend/slow_notice.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/profiler.hpp"
@@ -50,6 +51,7 @@ struct Session::Impl {
   std::vector<ValueInfo> inputs, outputs;
   std::set<int> plan_time;
   std::unique_ptr<oi::Plan> plan;
+  bool plan_ran = false;  // the plan has run once (its kernels' first launches are behind it)
   std::string plan_key;
   SessionStats stats;
   oi::ProfileAccumulator profile;
@@ -269,6 +271,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   if (!s.plan || key != s.plan_key) {
     auto t0 = std::chrono::steady_clock::now();
     s.plan.reset();
+    s.plan_ran = false;
     double compile_before = s.cl->compile_stats().compile_ms;
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
         bundled_before = s.cl->compile_stats().bundled;
@@ -311,6 +314,16 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     if (s.options.profiling) s.profile.reset(*s.plan);
   }
   const std::vector<int> fetch = s.fetch_ids(run_options.fetch);
+  // Drivers that compile at a kernel's first launch (PoCL: 0.1-2 s a kernel) make the first run of
+  // a new plan the slow one: say so when it is.
+  std::unique_ptr<oi::SlowNotice> notice;
+  if (!s.plan_ran)
+    notice = std::make_unique<oi::SlowNotice>(
+        s.options.log,
+        "compiling: the first inference includes the driver's code generation for each of its kernels "
+        "(once; later runs find it in the driver's cache)",
+        2000);
+  s.plan_ran = true;
   if (!s.options.profiling) return oi::execute(*s.plan, *s.cl, ins, nullptr, fetch);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<cl_event> events;
