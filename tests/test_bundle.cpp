@@ -3,7 +3,12 @@
 // without bundling (bit-identical, and against a CPU reference).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -174,6 +179,70 @@ TEST(Bundle, ModelBundledMatchesSeparateProgramsAndReference) {
         want.data<float>()[(c * H + h) * W + w] = mx;
       }
   EXPECT_LT(reference::rel_error(bundled, want), 1e-4);
+}
+
+// The registry in the cache folder: a plan bundles the units that were not built on their own
+// before (those the driver's cache holds as programs of their own), and a plan seen before makes
+// the same choice again; a damaged registry changes only which programs are built together.
+TEST(Bundle, RegistryKeepsUnitsBuiltAloneOnTheirOwn) {
+  char tmpl[] = "/tmp/ocl-infer-bundle-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::mt19937 rng(11);
+  const Tensor x = random_tensor({1, 5, 13, 11}, rng), w = random_tensor({7, 5, 3, 3}, rng);
+  ModelBuilder single;
+  single.input("x", DType::Float32, {1, 5, 13, 11}).output("y");
+  single.node("Sigmoid", {"x"}, {"y"});
+  ModelBuilder multi;
+  multi.input("x", DType::Float32, {1, 5, 13, 11}).output("y");
+  multi.initializer("w", w);
+  multi.node("Sigmoid", {"x"}, {"s"});
+  attr_ints(multi.node("Conv", {"s", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  attr_ints(multi.node("MaxPool", {"c"}, {"y"}), "kernel_shape", {2, 2});
+  auto run = [&](const ModelBuilder& m, ocl_infer::SessionStats* st) {
+    const std::string bytes = m.bytes();
+    ocl_infer::SessionOptions so;
+    so.cache_dir = dir;
+    so.tuning_cache = "off";
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+    auto out = s.run({{"x", x}}).at("y");
+    *st = s.stats();
+    return out;
+  };
+  ocl_infer::SessionStats st;
+  const Tensor first = run(multi, &st);  // a new plan, nothing built alone yet: all three bundled
+  EXPECT_EQ(st.programs_bundled, 3);
+  run(single, &st);  // one unit: built alone, and recorded
+  EXPECT_EQ(st.programs_bundled, 0);
+  EXPECT_EQ(st.programs_built + st.programs_cached, 1);
+  // `multi` again: a plan seen before bundles what it bundled then.
+  EXPECT_EQ(run(multi, &st).bytes, first.bytes);
+  EXPECT_EQ(st.programs_bundled, 3);
+  EXPECT_EQ(st.programs_built + st.programs_cached, 1);
+  // A new plan with the same units (another order of the registry's lines would do the same): the
+  // registry without its plan lines keeps only the unit built alone.
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) files.push_back(e->d_name);
+    closedir(d);
+  }
+  std::string registry;
+  for (const std::string& f : files)
+    if (f.rfind("bundles-", 0) == 0) registry = dir + "/" + f;
+  ASSERT_FALSE(registry.empty()) << "no registry in " << dir;
+  std::ifstream in(registry);
+  std::string line, kept;
+  while (std::getline(in, line))
+    if (line.rfind("s ", 0) == 0) kept += line + "\n";
+  in.close();
+  std::ofstream(registry, std::ios::trunc) << kept << "garbage\np short\n\x01\x02 p\n";
+  EXPECT_EQ(run(multi, &st).bytes, first.bytes);
+  EXPECT_EQ(st.programs_bundled, 2) << "the Sigmoid was built alone before: the conv and the pool are bundled";
+  EXPECT_EQ(st.programs_built + st.programs_cached, 2);
+  for (const std::string& f : files)
+    if (f != "." && f != "..") std::remove((dir + "/" + f).c_str());
+  std::remove(registry.c_str());
+  rmdir(dir.c_str());
 }
 
 }  // namespace

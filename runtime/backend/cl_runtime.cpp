@@ -637,6 +637,7 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
     if (auto it = pending_.find(key); it != pending_.end()) pending = it->second;
   }
   cl_program p = pending.valid() ? pending.get() : load_or_build(file, options);  // get() rethrows
+  note_separate_build(file, options);
   std::lock_guard<std::mutex> lock(mu_);
   pending_.erase(key);
   if (auto it = programs_.find(key); it != programs_.end()) {
@@ -729,6 +730,102 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
     }
   }
   if (todo.size() < 2) return;
+  const std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);
+  if (chosen.size() < 2) return;
+  build_bundle_now(chosen, strict);
+}
+
+namespace {
+
+std::string hex16(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace
+
+std::string ClRuntime::unit_id(const std::string& file, const std::string& options_with_extra) const {
+  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
+                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  return hex16(fnv1a(device_key + '\n' + file + '\n' + options_with_extra + '\n' + kernel_source(file)));
+}
+
+void ClRuntime::load_registry() {
+  if (!registry_path_.empty()) return;
+  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
+                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  registry_path_ = cache_dir_ + "/bundles-" + hex16(fnv1a(device_key)) + ".txt";
+  // "s UNIT": built on its own; "p PLAN UNIT,UNIT,...|-": what that plan bundled. Anything else
+  // is skipped: the registry only steers which programs are built together, never a result.
+  std::ifstream f(registry_path_);
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string kind, id, list;
+    if (!(in >> kind >> id) || id.size() != 16) continue;
+    if (kind == "s") {
+      separate_units_.insert(id);
+    } else if (kind == "p" && in >> list) {
+      std::set<std::string>& b = plan_bundles_[id];
+      for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
+    }
+  }
+}
+
+void ClRuntime::append_registry(const std::string& lines) {
+  // One write per call (O_APPEND, a few hundred bytes): lines of concurrent processes do not mix.
+  make_dirs(cache_dir_);
+  if (FILE* f = std::fopen(registry_path_.c_str(), "a")) {
+    std::fwrite(lines.data(), 1, lines.size(), f);
+    std::fclose(f);
+  }
+}
+
+void ClRuntime::note_separate_build(const std::string& file, const std::string& options_with_extra) {
+  if (cache_dir_.empty()) return;
+  const std::string id = unit_id(file, options_with_extra);
+  std::lock_guard<std::mutex> lock(registry_mu_);
+  load_registry();
+  if (separate_units_.insert(id).second) append_registry("s " + id + "\n");
+}
+
+std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
+    const std::vector<std::pair<std::string, std::string>>& todo) {
+  if (cache_dir_.empty()) return todo;
+  std::vector<std::string> ids;
+  std::string plan_text;
+  for (const auto& [file, options] : todo) {
+    ids.push_back(unit_id(file, options + extra_build_options()));
+    plan_text += ids.back() + ',';
+  }
+  const std::string plan_id = hex16(fnv1a(plan_text));
+  std::lock_guard<std::mutex> lock(registry_mu_);
+  load_registry();
+  std::vector<std::pair<std::string, std::string>> chosen;
+  if (auto it = plan_bundles_.find(plan_id); it != plan_bundles_.end()) {
+    // This plan ran before: the same bundle again (the driver's cache has that program).
+    for (size_t i = 0; i < todo.size(); ++i)
+      if (it->second.count(ids[i])) chosen.push_back(todo[i]);
+    return chosen;
+  }
+  // A new plan: units that were built on their own before stay on their own (the driver's cache
+  // has them as programs of their own: a test suite's many small models share them); the rest are
+  // bundled.
+  std::string list;
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!separate_units_.count(ids[i])) {
+      chosen.push_back(todo[i]);
+      list += (list.empty() ? "" : ",") + ids[i];
+    }
+  if (chosen.size() < 2) chosen.clear(), list.clear();
+  std::set<std::string>& b = plan_bundles_[plan_id];
+  for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
+  append_registry("p " + plan_id + " " + (list.empty() ? std::string("-") : list) + "\n");
+  return chosen;
+}
+
+void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::string>>& todo, bool strict) {
   std::vector<BundleUnit> parts;
   for (const auto& [file, options] : todo) parts.push_back({kernel_source(file), options});
   const std::string src = bundle_source(parts);

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <memory>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -126,6 +127,22 @@ class ClRuntime {
   // The same for any source; `file` names it in the cache and the log (kBundleName for a bundle).
   cl_program load_or_build_source(const std::string& file, const std::string& src, const std::string& options);
   static constexpr const char* kBundleName = "bundle";
+  // Which of `todo` go into the bundle. Without a cache folder, all. Otherwise a registry there
+  // (bundles-<device>.txt: the units built on their own so far and, per plan, the units it
+  // bundled) decides: a plan seen before bundles what it bundled then (the driver's cache has that
+  // program); a new one bundles the units not built on their own before (those the driver's cache
+  // has as programs of their own).
+  std::vector<std::pair<std::string, std::string>> choose_bundle_units(
+      const std::vector<std::pair<std::string, std::string>>& todo);
+  // 16 hex digits naming a unit (source, options, device, driver) in the registry.
+  std::string unit_id(const std::string& file, const std::string& options_with_extra) const;
+  // Reads the registry once; called with registry_mu_ held.
+  void load_registry();
+  void append_registry(const std::string& lines);
+  // Records that kernels/<file>.cl with these options was built as a program of its own.
+  void note_separate_build(const std::string& file, const std::string& options_with_extra);
+  // Builds `units` as one bundle and registers them.
+  void build_bundle_now(const std::vector<std::pair<std::string, std::string>>& units, bool strict);
   cl_program build_from_source(const std::string& src, const std::string& options,
                                const std::string& file);
   // Whether programs built from source go to the disk cache (see store_binaries_).
@@ -149,6 +166,11 @@ class ClRuntime {
   // the suffix of the unit's kernel names in it.
   std::map<std::string, std::pair<cl_program, std::string>> bundled_;
   std::vector<cl_program> bundles_;
+  // The bundle registry (see choose_bundle_units), read on first use.
+  std::mutex registry_mu_;
+  std::string registry_path_;
+  std::set<std::string> separate_units_;
+  std::map<std::string, std::set<std::string>> plan_bundles_;
   mutable std::mutex mu_;       // programs_, pending_, stats_
   std::mutex log_mu_;           // log_ from worker threads
   std::mutex slots_mu_;         // worker slots
