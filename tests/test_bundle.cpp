@@ -230,15 +230,25 @@ TEST(Bundle, RegistryKeepsUnitsBuiltAloneOnTheirOwn) {
   for (const std::string& f : files)
     if (f.rfind("bundles-", 0) == 0) registry = dir + "/" + f;
   ASSERT_FALSE(registry.empty()) << "no registry in " << dir;
-  std::ifstream in(registry);
-  std::string line, kept;
-  while (std::getline(in, line))
-    if (line.rfind("s ", 0) == 0) kept += line + "\n";
-  in.close();
-  std::ofstream(registry, std::ios::trunc) << kept << "garbage\np short\n\x01\x02 p\n";
+  auto keep_lines = [&](const std::string& kinds) {
+    std::ifstream in(registry);
+    std::string line, kept;
+    while (std::getline(in, line))
+      if (line.size() > 2 && line[1] == ' ' && kinds.find(line[0]) != std::string::npos) kept += line + "\n";
+    in.close();
+    std::ofstream(registry, std::ios::trunc) << kept << "garbage\np short\n\x01\x02 p\n";
+  };
+  // Only the unit built alone remembered: the conv and the pool go into a bundle.
+  keep_lines("s");
   EXPECT_EQ(run(multi, &st).bytes, first.bytes);
   EXPECT_EQ(st.programs_bundled, 2) << "the Sigmoid was built alone before: the conv and the pool are bundled";
   EXPECT_EQ(st.programs_built + st.programs_cached, 2);
+  // Without its plan line, `multi` is a new small plan whose units were all built before (the
+  // Sigmoid alone, the conv and the pool in the first bundle): no bundle, three programs.
+  keep_lines("su");
+  EXPECT_EQ(run(multi, &st).bytes, first.bytes);
+  EXPECT_EQ(st.programs_bundled, 0);
+  EXPECT_EQ(st.programs_built + st.programs_cached, 3);
   for (const std::string& f : files)
     if (f != "." && f != "..") std::remove((dir + "/" + f).c_str());
   std::remove(registry.c_str());

@@ -756,7 +756,8 @@ void ClRuntime::load_registry() {
   const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
                                  '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
   registry_path_ = cache_dir_ + "/bundles-" + hex16(fnv1a(device_key)) + ".txt";
-  // "s UNIT": built on its own; "p PLAN UNIT,UNIT,...|-": what that plan bundled. Anything else
+  // "s UNIT": built on its own; "u UNIT": built in a bundle; "p PLAN UNIT,UNIT,...|-": what that
+  // plan bundled. Anything else
   // is skipped: the registry only steers which programs are built together, never a result.
   std::ifstream f(registry_path_);
   std::string line;
@@ -766,6 +767,8 @@ void ClRuntime::load_registry() {
     if (!(in >> kind >> id) || id.size() != 16) continue;
     if (kind == "s") {
       separate_units_.insert(id);
+    } else if (kind == "u") {
+      bundled_units_.insert(id);
     } else if (kind == "p" && in >> list) {
       std::set<std::string>& b = plan_bundles_[id];
       for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
@@ -811,17 +814,24 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
   }
   // A new plan: units that were built on their own before stay on their own (the driver's cache
   // has them as programs of their own: a test suite's many small models share them); the rest are
-  // bundled.
-  std::string list;
+  // bundled. A small plan (a test's model, a few programs, where a bundle saves little) also leaves
+  // out the units that an earlier bundle built, so that a program shared by many small models is
+  // compiled once more on its own and then shared; a large one (a real network) keeps them in, so
+  // that its warm start stays one program.
+  const bool small = todo.size() <= kSmallPlanUnits;
+  std::string list, record;
   for (size_t i = 0; i < todo.size(); ++i)
-    if (!separate_units_.count(ids[i])) {
+    if (!separate_units_.count(ids[i]) && !(small && bundled_units_.count(ids[i]))) {
       chosen.push_back(todo[i]);
       list += (list.empty() ? "" : ",") + ids[i];
     }
   if (chosen.size() < 2) chosen.clear(), list.clear();
   std::set<std::string>& b = plan_bundles_[plan_id];
   for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
-  append_registry("p " + plan_id + " " + (list.empty() ? std::string("-") : list) + "\n");
+  record = "p " + plan_id + " " + (list.empty() ? std::string("-") : list) + "\n";
+  for (const std::string& id : b)
+    if (bundled_units_.insert(id).second) record += "u " + id + "\n";
+  append_registry(record);
   return chosen;
 }
 

@@ -128,12 +128,16 @@ class ClRuntime {
   cl_program load_or_build_source(const std::string& file, const std::string& src, const std::string& options);
   static constexpr const char* kBundleName = "bundle";
   // Which of `todo` go into the bundle. Without a cache folder, all. Otherwise a registry there
-  // (bundles-<device>.txt: the units built on their own so far and, per plan, the units it
-  // bundled) decides: a plan seen before bundles what it bundled then (the driver's cache has that
-  // program); a new one bundles the units not built on their own before (those the driver's cache
-  // has as programs of their own).
+  // (bundles-<device>.txt: the units built on their own so far, those built in bundles, and, per
+  // plan, the units it bundled) decides: a plan seen before bundles what it bundled then (the
+  // driver's cache has that program); a new one bundles the units not built on their own before
+  // (those the driver's cache has as programs of their own), and a small new plan only units that
+  // no earlier program built.
   std::vector<std::pair<std::string, std::string>> choose_bundle_units(
       const std::vector<std::pair<std::string, std::string>>& todo);
+  // New plans of at most this many units leave units that an earlier bundle built to their own
+  // programs (see choose_bundle_units).
+  static constexpr size_t kSmallPlanUnits = 4;
   // 16 hex digits naming a unit (source, options, device, driver) in the registry.
   std::string unit_id(const std::string& file, const std::string& options_with_extra) const;
   // Reads the registry once; called with registry_mu_ held.
@@ -169,7 +173,7 @@ class ClRuntime {
   // The bundle registry (see choose_bundle_units), read on first use.
   std::mutex registry_mu_;
   std::string registry_path_;
-  std::set<std::string> separate_units_;
+  std::set<std::string> separate_units_, bundled_units_;
   std::map<std::string, std::set<std::string>> plan_bundles_;
   mutable std::mutex mu_;       // programs_, pending_, stats_
   std::mutex log_mu_;           // log_ from worker threads
