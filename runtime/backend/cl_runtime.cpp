@@ -562,8 +562,7 @@ bool ClRuntime::storing_binaries() {
     return store_binaries_ == 1;
   }
   // One decision per device and driver, next to the entries it concerns.
-  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
-                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  const std::string device_key = this->device_key();
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(device_key)));
   policy_path_ = cache_dir_ + "/store-binaries-" + hex + ".txt";
@@ -745,20 +744,23 @@ std::string hex16(uint64_t h) {
 
 }  // namespace
 
+std::string ClRuntime::device_key() const {
+  return std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform + '\n' +
+         dev_.info.driver_version + '\n' + dev_.info.device_version;
+}
+
 std::string ClRuntime::unit_id(const std::string& file, const std::string& options_with_extra) const {
-  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
-                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  const std::string device_key = this->device_key();
   return hex16(fnv1a(device_key + '\n' + file + '\n' + options_with_extra + '\n' + kernel_source(file)));
 }
 
 void ClRuntime::load_registry() {
   if (!registry_path_.empty()) return;
-  const std::string device_key = std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform +
-                                 '\n' + dev_.info.driver_version + '\n' + dev_.info.device_version;
+  const std::string device_key = this->device_key();
   registry_path_ = cache_dir_ + "/bundles-" + hex16(fnv1a(device_key)) + ".txt";
   // "s UNIT": built on its own; "u UNIT": built in a bundle; "p PLAN UNIT,UNIT,...|-": what that
-  // plan bundled. Anything else
-  // is skipped: the registry only steers which programs are built together, never a result.
+  // plan bundled. Anything else is skipped: the registry only steers which programs are built
+  // together, never a result.
   std::ifstream f(registry_path_);
   std::string line;
   while (std::getline(f, line)) {

@@ -138,6 +138,9 @@ class ClRuntime {
   // New plans of at most this many units leave units that an earlier bundle built to their own
   // programs (see choose_bundle_units).
   static constexpr size_t kSmallPlanUnits = 4;
+  // Format version, device name, platform, driver and device version: what binaries and
+  // decisions kept on disk belong to.
+  std::string device_key() const;
   // 16 hex digits naming a unit (source, options, device, driver) in the registry.
   std::string unit_id(const std::string& file, const std::string& options_with_extra) const;
   // Reads the registry once; called with registry_mu_ held.
