@@ -81,6 +81,23 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
       seg[t] = iw >= 0 && iw < W ? v : 0.0f;
     }
   }
+#if KW * OCV <= 8
+  // Pixels outer, all of the row's weights in registers: each broadcast meets its weights at once.
+  // With taps outer (below) LLVM kept every broadcast of the segment live across the taps and
+  // spilled accumulators (3x3 stride-2 stems: 17 broadcasts + 16 accumulators).
+  wvec w[KW * OCV];
+#pragma unroll
+  for (int k = 0; k < KW * OCV; ++k) w[k] = LDN(PS, OCB, wr, k);
+#pragma unroll
+  for (int j = 0; j < OWB; ++j) {
+#pragma unroll
+    for (int kw = 0; kw < KW; ++kw) {
+      const wvec x = (wvec)(seg[j * SW + kw * DW]);
+#pragma unroll
+      for (int v = 0; v < OCV; ++v) acc[v * OWB + j] = fma(x, w[kw * OCV + v], acc[v * OWB + j]);
+    }
+  }
+#else
 #pragma unroll
   for (int kw = 0; kw < KW; ++kw) {
     wvec w[OCV];
@@ -94,6 +111,7 @@ __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT
       for (int v = 0; v < OCV; ++v) acc[v * OWB + j] = fma(x, w[v], acc[v * OWB + j]);
     }
   }
+#endif
 }
 
 // Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH), or with rows_first != 0 (N*G*OD*OH, ceil(OW/OWB),

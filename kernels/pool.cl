@@ -215,6 +215,25 @@ inline float8 pool_max_run8(const __global T* restrict x, int H, int W, int d0, 
   }
   return best;
 }
+
+// Output ow of a row whose window lies inside the input (rows and columns): the taps without
+// bounds checks (the per-output path's clamps and flags made the one or two outputs at a row's
+// end cost as much as the row's vector runs).
+inline C pool_max_inside(const __global T* restrict x, int H, int W, int d0, int h0, int pw, int ow) {
+  const __global T* xr = x + ((long)d0 * H + h0) * W + ow * WIN_SW - pw;
+  C best = LD(S, xr, 0);
+  for (int kd = 0; kd < WIN_KD; ++kd) {
+#pragma unroll
+    for (int kh = 0; kh < WIN_KH; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < WIN_KW; ++kw) {
+        const C v = LD(S, xr, ((long)kd * WIN_DD * H + kh * WIN_DH) * W + kw * WIN_DW);
+        best = v > best ? v : best;
+      }
+    }
+  }
+  return best;
+}
 #endif
 
 __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict Y,
@@ -245,6 +264,9 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
       STN(YS, 8, y + last, 0, pool_max_run8(x, H, W, d0, h0, pw, last));
       ow = last + 8;
     }
+    // The rest while their windows end inside the row.
+    for (; ow < OW && ow * WIN_SW - pw + (WIN_KW - 1) * WIN_DW < W; ++ow)
+      ST(YS, y, ow, pool_max_inside(x, H, W, d0, h0, pw, ow));
   }
 #endif
   for (; ow < OW; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));

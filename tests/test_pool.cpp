@@ -141,6 +141,10 @@ TEST(Pool, MaxPoolRowsVectorPath) {
       {"MaxPool", {1, 2, 20, 23}, {3, 5}, {1, 2}, {1, 1}, {0, 2, 0, 2}},
       {"MaxPool", {1, 2, 4, 5, 37}, {2, 2, 3}, {1, 1, 2}, {1, 1, 1}, {0, 0, 1, 0, 0, 1}},
       {"MaxPool", {1, 1, 1, 33}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      // Rows whose last outputs lie inside but past the last vector run (squeezenet1_1's 111-wide
+      // rows), and the same with dilated, padded windows.
+      {"MaxPool", {1, 2, 5, 111}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},
+      {"MaxPool", {1, 1, 6, 70}, {3, 3}, {2, 2}, {2, 2}, {1, 1, 1, 1}},
   };
   for (const PoolCase& c : cases) {
     ModelBuilder m;
