@@ -45,3 +45,22 @@ __kernel void pad_generic(__global const E* src, __global E* dst, __global const
   }
   dst[i] = src[si];
 }
+
+// pad_rows: `rows` rows of `width` words copied into rows of `padded` words starting at column
+// `left`, zeros around them: a conv's input with its column padding made real once, so that every
+// work-item of the conv reads its row segments unchecked (ops/conv_ops.cpp, packed variant). A
+// work-item copies `per_item` rows (rows are short: one work-group per row would cost more than
+// the copy).
+__kernel void pad_rows(__global const E* restrict src, __global E* restrict dst, int rows, int width,
+                       int padded, int left, int per_item) {
+  const int r0 = (int)get_global_id(0) * per_item;
+  const int r1 = min(rows, r0 + per_item);
+  const int right = left + width;
+  for (int r = r0; r < r1; ++r) {
+    const __global E* s = src + (long)r * width;
+    __global E* d = dst + (long)r * padded;
+    for (int i = 0; i < left; ++i) d[i] = (E)0;
+    for (int i = 0; i < width; ++i) d[left + i] = s[i];
+    for (int i = right; i < padded; ++i) d[i] = (E)0;
+  }
+}

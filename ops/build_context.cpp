@@ -33,6 +33,14 @@ Operand BuildContext::scratch(DType dtype, const Shape& shape) const {
   return o;
 }
 
+Operand BuildContext::workspace(DType dtype, const Shape& shape) const {
+  Operand o;
+  o.shape = shape;
+  o.dtype = dtype;
+  o.mem = sink_.workspace(std::max<size_t>(static_cast<size_t>(numel(shape)) * ocl_infer::dtype_size(dtype), 4));
+  return o;
+}
+
 Operand BuildContext::constant(const Tensor& t) const {
   Operand o;
   o.shape = t.shape;

@@ -64,6 +64,10 @@ class PlanSink {
   virtual DType storage_of(int value) const = 0;
   // A device buffer of `bytes` owned by the plan, contents undefined (at least 4 bytes).
   virtual cl_mem scratch(size_t bytes) = 0;
+  // A device buffer of at least `bytes` shared by every step of the plan: its contents are
+  // defined only between the launches of the step that wrote them (the queue is in order), so
+  // that temporaries of one step cost no memory beyond the largest. One region per step.
+  virtual cl_mem workspace(size_t bytes) = 0;
   // A device buffer holding a copy of `bytes` (packed weights, kernel parameter blocks).
   virtual cl_mem constant(const void* data, size_t bytes) = 0;
   // A 4-byte flag checked after every run (see BuildContext::error_flag).
@@ -118,6 +122,9 @@ class BuildContext : public OpContext {
   cl_mem out_buf(int i) const { return output(i).mem; }
   // A temporary of `shape` x `dtype`, owned by the plan.
   Operand scratch(DType dtype, const Shape& shape) const;
+  // A temporary of `shape` x `dtype` in the plan's shared workspace (PlanSink::workspace): valid
+  // only within this step; at most one per step.
+  Operand workspace(DType dtype, const Shape& shape) const;
   // A constant tensor uploaded once (packed weights, folded parameters, bounds).
   Operand constant(const Tensor& t) const;
   cl_mem constant_floats(const std::vector<float>& data) const;

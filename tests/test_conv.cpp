@@ -165,6 +165,74 @@ TEST(Conv, MatchesReference1DAnd3D) {
       if (!fp16_sampled_out(k++)) check_conv(c, constant, rng);
 }
 
+// The packed kernel reads its input either from a copy with the column padding made real
+// (pad=1, one pad_rows launch into the plan's workspace; every work-item unchecked) or in place
+// with clamped loads and zeros for columns outside the row (pad=0). Both must give the same
+// numbers (the same FMAs with the same zeros), and the reference's, on padded, strided, dilated,
+// grouped, batched, 1-D and 3-D geometries, rows narrower than a block and partial last blocks.
+// Two convs of different input sizes in one plan share the workspace.
+TEST(Conv, PackedPaddedCopyMatchesCheckedPath) {
+  std::mt19937 rng(13);
+  const std::vector<ConvCase> cases = {
+      {2, 6, 20, 2, {7, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},       // every block at a border
+      {1, 5, 33, 1, {13, 30}, {3, 3}, {2, 2}, {1, 1}, {0, 2, 1, 0}},     // asymmetric, stride 2
+      {1, 4, 9, 1, {9, 23}, {3, 3}, {1, 1}, {2, 3}, {2, 3, 2, 3}},       // dilated
+      {1, 3, 16, 1, {11, 40}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}},     // stem-like
+      {1, 8, 12, 1, {6, 19}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},      // 1x1 s2, partial block
+      {2, 3, 7, 1, {37}, {5}, {2}, {1}, {2, 4}},                         // 1-D
+      {1, 3, 5, 1, {4, 5, 9}, {3, 2, 3}, {1, 1, 2}, {1, 1, 1}, {1, 0, 1, 1, 1, 2}},  // 3-D
+  };
+  int k = 0;
+  for (const ConvCase& c : cases) {
+    if (fp16_sampled_out(k++)) continue;
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+    Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+    ModelBuilder m;
+    m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
+    auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_i(node, "group", c.G);
+    attr_ints(node, "pads", c.pads);
+    const Tensor ref = conv_reference(c, x, w, &b);
+    std::map<std::string, Tensor> got;
+    for (const char* pad : {"0", "1"}) {
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = std::string("conv=packed:pad=") + pad;
+      auto s = open_session(m, opt);
+      got[pad] = s.run({{"x", x}}).at("y");
+      EXPECT_LE(rel_error(got[pad], ref), 1e-4) << "pad=" << pad << " in " << ocl_infer::shape_to_string(xs);
+      EXPECT_EQ(s.dump("plan").find("pad_rows") != std::string::npos, pad[0] == '1') << s.dump("plan");
+    }
+    EXPECT_EQ(got["0"].bytes, got["1"].bytes) << "in " << ocl_infer::shape_to_string(xs);
+  }
+
+  // A small padded conv, then a larger one, then the small one again: the workspace grows once
+  // and every conv reads its own copy.
+  const int64_t C = 6;
+  Tensor x = random_tensor({1, C, 5, 5}, rng);
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, C, 5, 5}).output("y");
+  ConvCase small{1, C, C, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false};
+  ConvCase grow{1, C, C, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {3, 3, 3, 3}, false};
+  ConvCase back{1, C, C, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false};
+  Tensor w1 = random_tensor({C, C, 3, 3}, rng), w2 = random_tensor({C, C, 3, 3}, rng),
+         w3 = random_tensor({C, C, 3, 3}, rng);
+  m.initializer("w1", w1).initializer("w2", w2).initializer("w3", w3);
+  attr_ints(m.node("Conv", {"x", "w1"}, {"a"}), "pads", small.pads);
+  attr_ints(m.node("Conv", {"a", "w2"}, {"c"}), "pads", grow.pads);  // 5x5 -> 9x9
+  attr_ints(m.node("Conv", {"c", "w3"}, {"y"}), "pads", back.pads);  // 9x9 -> 7x7, partial block
+  ocl_infer::SessionOptions opt;
+  opt.kernel_variants = "conv=packed:pad=1";
+  const Tensor got = open_session(m, opt).run({{"x", x}}).at("y");
+  const Tensor want = conv_reference(back, conv_reference(grow, conv_reference(small, x, w1, nullptr), w2, nullptr),
+                                     w3, nullptr);
+  // fp16: the two intermediate tensors are stored as float16 too (2^-11 relative each, summed
+  // over 54 products by the next conv).
+  EXPECT_LE(rel_error(got, want), fp16_mode() ? 2e-3 : 1e-4);
+}
+
 // The depthwise kernel compiles the row geometry in and has separate paths for: rows narrower
 // than a vector (stores spill into the next row), the first and last planes of the input (no
 // reads outside the buffer), wide rows (a loop between unrolled borders), bands of rows (few

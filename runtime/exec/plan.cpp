@@ -71,6 +71,20 @@ class Lowering : public PlanSink {
     return p_.owned.back()->mem;
   }
 
+  // One buffer serves every step; a larger request replaces it for the steps that follow (the
+  // earlier steps keep the smaller one through `owned`), so planning order decides the waste:
+  // at most the sum of the increasing requests.
+  cl_mem workspace(size_t bytes) override {
+    if (!workspace_ || workspace_bytes_ < bytes) {
+      charge(bytes, "workspace");
+      workspace_ = cl_.alloc(std::max<size_t>(bytes, 4));
+      workspace_bytes_ = bytes;
+      p_.owned.push_back(workspace_);
+      p_.scratch_bytes += bytes;
+    }
+    return workspace_->mem;
+  }
+
   cl_mem constant(const void* data, size_t bytes) override {
     charge(bytes, "weights");
     p_.owned.push_back(cl_.upload(data, bytes));
@@ -119,7 +133,7 @@ class Lowering : public PlanSink {
 
   void trial_begin() override {
     trial_ = Trial{p_.launches.size(), p_.owned.size(), used_, p_.weight_bytes, p_.scratch_bytes,
-                   p_.activation_bytes, {}};
+                   p_.activation_bytes, {}, workspace_, workspace_bytes_};
     for (size_t v = 0; v < p_.buffers.size(); ++v)
       if (!p_.buffers[v]) trial_.unallocated.push_back(static_cast<int>(v));
   }
@@ -159,6 +173,8 @@ class Lowering : public PlanSink {
     p_.weight_bytes = trial_.weight_bytes;
     p_.scratch_bytes = trial_.scratch_bytes;
     p_.activation_bytes = trial_.activation_bytes;
+    workspace_ = trial_.workspace;
+    workspace_bytes_ = trial_.workspace_bytes;
   }
 
   bool input_in_place(int step, int slot) const override { return p_.compiled.steps[step].input_in_place(slot); }
@@ -199,7 +215,11 @@ class Lowering : public PlanSink {
     uint64_t used = 0;
     size_t weight_bytes = 0, scratch_bytes = 0, activation_bytes = 0;
     std::vector<int> unallocated;  // values without a buffer when the trial began
+    BufferPtr workspace;
+    size_t workspace_bytes = 0;
   } trial_;
+  BufferPtr workspace_;  // see workspace()
+  size_t workspace_bytes_ = 0;
 };
 
 }  // namespace
