@@ -63,23 +63,28 @@
 #define SPAN ((OWB - 1) * SW + (KW - 1) * DW + 1)
 
 // Accumulates one input row (all kw) into acc. The row segment is first read into registers,
-// with zeros for the padding near the left/right border (`interior`: all columns inside), so that
-// one copy of the unrolled FMAs serves both cases (two copies made PoCL's code generation, which
-// runs at a kernel's first launch, take longer without being faster).
+// so that one copy of the unrolled FMAs serves every work-item (two copies made PoCL's code
+// generation, which runs at a kernel's first launch, take longer without being faster). With
+// CHECK_COLUMNS, work-items whose segment leaves the row (`interior` false) read it with clamped
+// loads and zeros for the padding; without it the host guarantees that every segment lies inside
+// the row (no column padding, or the input copied with its padding made real: ops/conv_ops.cpp).
 __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT* restrict xr,
                                                     const __global PT* restrict wr, int iw0,
                                                     int W, const bool interior) {
   float seg[SPAN];
-  if (interior) {
-#pragma unroll
-    for (int t = 0; t < SPAN; ++t) seg[t] = LD(XS, xr, iw0 + t);
-  } else {
+#ifdef CHECK_COLUMNS
+  if (!interior) {
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) {
       const int iw = iw0 + t;
       const float v = LD(XS, xr, clamp(iw, 0, W - 1));
       seg[t] = iw >= 0 && iw < W ? v : 0.0f;
     }
+  } else
+#endif
+  {
+#pragma unroll
+    for (int t = 0; t < SPAN; ++t) seg[t] = LD(XS, xr, iw0 + t);
   }
 #if KW * OCV <= 8
   // Pixels outer, all of the row's weights in registers: each broadcast meets its weights at once.
@@ -157,7 +162,11 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
   }
 
   const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h, iw0 = ow0 * SW - pad_w;
+#ifdef CHECK_COLUMNS
   const bool interior = iw0 >= 0 && iw0 + (OWB - 1) * SW + (KW - 1) * DW < W;
+#else
+  const bool interior = true;
+#endif
   for (int c = 0; c < C_g; ++c) {
     for (int kd = 0; kd < KD; ++kd) {
       const int id = id0 + kd * DD;
@@ -175,18 +184,29 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
   const long oplane = (long)OD * OH * OW;
   const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
   const int pixels = min(OWB, OW - ow0);
+  const int channels = min(OCT, M_g - oc0);
+  // The stores run once per work-item, after C_g*KD*KH*KW reduction steps, from a private copy
+  // of the accumulators in rolled loops: unrolled over the OCV x OWB accumulators (the compiler
+  // also vectorised each channel loop) they were most of the kernel's code, and PoCL generates
+  // a kernel's code three times at its first launch (cold start: resnet18's conv code 8-16 KB ->
+  // 3-4 KB, its first run ~2.5 s shorter).
 #if OCB == 16 && OWB == 8
   if (pixels == OWB) {
-    // Whole-row block: transpose each 8 (pixels) x 16 (channels) block in registers and store
-    // 8-pixel vectors per channel instead of 128 single floats. Four rounds of "evens, then odds"
-    // over the 128 values (index j*16 + c) rotate the index bits into c*8 + j: afterwards vector
-    // k holds channel 2k's 8 pixels in lanes 0-7 and channel 2k+1's in lanes 8-15. With few
-    // input channels (3-channel stems) the lane-by-lane stores cost more than the FMAs.
+    // Whole-row block: transpose each 8 (pixels) x 16 (channels) block and store 8-pixel vectors
+    // per channel instead of 128 single floats (with few input channels, as in 3-channel stems,
+    // lane-by-lane stores cost more than the FMAs). Four rounds of "evens, then odds" over the
+    // 128 values (index j*16 + c) rotate the index bits into c*8 + j: afterwards vector k holds
+    // channel 2k's 8 pixels in lanes 0-7 and channel 2k+1's in lanes 8-15.
+    float16 blk[OCV][8];
 #pragma unroll
+    for (int v = 0; v < OCV; ++v)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) blk[v][j] = acc[v * OWB + j];
+#pragma clang loop unroll(disable)
     for (int v = 0; v < OCV; ++v) {
       float16 t[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) t[j] = acc[v * OWB + j];
+      for (int j = 0; j < 8; ++j) t[j] = blk[v][j];
 #pragma unroll
       for (int round = 0; round < 4; ++round) {
         float16 u[8];
@@ -198,39 +218,38 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 #pragma unroll
         for (int k = 0; k < 8; ++k) t[k] = u[k];
       }
-      const int channels = min(OCB, M_g - oc0 - v * OCB);
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        // Channels 2k and 2k+1 together: the epilogue runs on whole 16-float vectors.
-        const long o = y0 + (v * OCB + 2 * k) * oplane;
-        const bool lo = 2 * k < channels, hi = 2 * k + 1 < channels;
-        if (!lo) break;
-        float16 r = t[k];
-        if (residual)
-          r += (float16)(LDN(RS, 8, residual + o, 0), hi ? LDN(RS, 8, residual + o + oplane, 0) : (float8)0.0f);
-        r = EPILOGUE_VEC(r, 16);
-        r = EPILOGUE_CLAMP_VEC(r, float16, act_lo, act_hi);
-        STN(YS, 8, Y + o, 0, r.lo);
-        if (hi) STN(YS, 8, Y + o + oplane, 0, r.hi);
-      }
+      for (int k = 0; k < 8; ++k) blk[v][k] = t[k];
+    }
+    // Channels 2k and 2k+1 together: the epilogue runs on whole 16-float vectors.
+#pragma clang loop unroll(disable) vectorize(disable)
+    for (int q = 0; q < (channels + 1) / 2; ++q) {
+      const int v = q / 8, k = q % 8;
+      const long o = y0 + (2 * q) * oplane;
+      const bool hi = 2 * q + 1 < channels;
+      float16 r = blk[v][k];
+      if (residual)
+        r += (float16)(LDN(RS, 8, residual + o, 0), hi ? LDN(RS, 8, residual + o + oplane, 0) : (float8)0.0f);
+      r = EPILOGUE_VEC(r, 16);
+      r = EPILOGUE_CLAMP_VEC(r, float16, act_lo, act_hi);
+      STN(YS, 8, Y + o, 0, r.lo);
+      if (hi) STN(YS, 8, Y + o + oplane, 0, r.hi);
     }
     return;
   }
 #endif
+  float r[OCV * OWB * OCB];
 #pragma unroll
-  for (int v = 0; v < OCV; ++v) {
-    const int channels = min(OCB, M_g - oc0 - v * OCB);
-#pragma unroll
-    for (int j = 0; j < OWB; ++j) {
-      if (j < pixels) {
-        float r[OCB];
-        WSTORE(acc[v * OWB + j], 0, r);
-        for (int c = 0; c < channels; ++c) {
-          const long o = y0 + (v * OCB + c) * oplane + j;
-          if (residual) r[c] += LD(RS, residual, o);
-          ST(YS, Y, o, epilogue_clamp(epilogue_act(r[c]), act_lo, act_hi));
-        }
-      }
+  for (int k = 0; k < OCV * OWB; ++k) WSTORE(acc[k], k, r);
+#pragma clang loop unroll(disable) vectorize(disable)
+  for (int c = 0; c < channels; ++c) {
+    const int v = c / OCB, lane = c % OCB;
+#pragma clang loop unroll(disable) vectorize(disable)
+    for (int j = 0; j < pixels; ++j) {
+      const long o = y0 + c * oplane + j;
+      float t = r[(v * OWB + j) * OCB + lane];
+      if (residual) t += LD(RS, residual, o);
+      ST(YS, Y, o, epilogue_clamp(epilogue_act(t), act_lo, act_hi));
     }
   }
 }

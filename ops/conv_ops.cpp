@@ -441,8 +441,9 @@ int64_t packed_span(const ConvDesc& d, int owb) { return (owb - 1) * d.st3[2] + 
 // or a last block that runs past the output row): those take the kernel's checked path, a clamped
 // load and a select for every column of every row they reduce over.
 double packed_border_share(const ConvDesc& d, int owb) {
-  if (d.pointwise) return 0;
-  const int64_t ow = d.out3[2], w = d.in3[2], span = packed_span(d, owb), blocks = (ow + owb - 1) / owb;
+  // A pointwise conv runs as one row of every pixel (packed_out3): only a partial last block.
+  const int64_t ow = packed_out3(d)[2], w = d.pointwise ? ow : d.in3[2], span = packed_span(d, owb),
+                blocks = (ow + owb - 1) / owb;
   int64_t border = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t iw0 = b * owb * d.st3[2] - d.pb3[2];
@@ -457,7 +458,9 @@ double packed_border_share(const ConvDesc& d, int owb) {
 // block at a border) ran 25-35 % faster, its 28-wide ones (half) ~20 %, its 56-wide ones (2 of
 // 7 blocks) 7-14 %, the 224-wide stem (2 of 14) ~3 %. Below a tenth the copy's time and memory
 // (the workspace holds the largest padded input) are not worth it.
-int packed_default_pad(const ConvDesc& d, int owb) { return packed_border_share(d, owb) >= 0.1 ? 1 : 0; }
+int packed_default_pad(const ConvDesc& d, int owb) {
+  return !d.pointwise && packed_border_share(d, owb) >= 0.1 ? 1 : 0;
+}
 
 VariantParams packed_defaults(const ConvDesc& d, const DeviceCaps& c) {
   const int ocb = channel_block(d.M_g);
@@ -484,8 +487,12 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const int64_t blocks = (d.M_g + ocb * ocv - 1) / (ocb * ocv);
   const auto in3 = d.pointwise ? packed_out3(d) : d.in3;
   const auto out3 = packed_out3(d);
+  const bool pad = (p.count("pad") ? p.at("pad") : packed_default_pad(d, owb)) == 1;
+  // Without a padded copy, work-items whose row segment leaves the row need the checked loads.
+  const bool check_columns = !pad && packed_border_share(d, owb) > 0;
   std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) +
-                     (ocv > 1 ? " -DOCV=" + std::to_string(ocv) : "") + window_defines(d.k3, d.st3, d.d3) + a.tail;
+                     (ocv > 1 ? " -DOCV=" + std::to_string(ocv) : "") + (check_columns ? " -DCHECK_COLUMNS" : "") +
+                     window_defines(d.k3, d.st3, d.d3) + a.tail;
   cl_mem wp = packed_weights(ctx, d, ocb * ocv, &opts);
   const bool rows_first = (p.count("order") ? p.at("order") : packed_default_order(d)) == 1;
   size_t g0 = static_cast<size_t>(blocks), g2 = static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1]);
@@ -493,7 +500,7 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const int64_t ow_blocks = (out3[2] + owb - 1) / owb;
   cl_mem x = a.x;
   int64_t width = in3[2], pad_w = d.pb3[2];
-  if ((p.count("pad") ? p.at("pad") : packed_default_pad(d, owb)) == 1) {
+  if (pad) {
     // Every column any work-item reads, the last block's past the output row included (those
     // pixels are computed but not stored), exists in the copy: zeros around the row.
     const int64_t padded = std::max(d.pb3[2] + in3[2], (ow_blocks * owb - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1);
