@@ -59,8 +59,12 @@ __kernel void pad_rows(__global const E* restrict src, __global E* restrict dst,
   for (int r = r0; r < r1; ++r) {
     const __global E* s = src + (long)r * width;
     __global E* d = dst + (long)r * padded;
+    // A few zeros each side: rolled loops (vectorised copies of these cost compile time at the
+    // kernel's first launch and gain nothing).
+#pragma clang loop unroll(disable) vectorize(disable)
     for (int i = 0; i < left; ++i) d[i] = (E)0;
     for (int i = 0; i < width; ++i) d[left + i] = s[i];
+#pragma clang loop unroll(disable) vectorize(disable)
     for (int i = right; i < padded; ++i) d[i] = (E)0;
   }
 }
