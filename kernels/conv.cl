@@ -269,16 +269,17 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 // channels (expansion layers), conv_f32_packed's lane-by-lane stores of channel vectors cost
 // more than its FMAs. Needs P >= PIX: the last pixel block is moved left to end at P (it
 // overlaps its neighbour; Y never aliases X or residual).
-// Global: (oc_blocks, ceil(P / PIX), N*G); X [N][G*C_g][P], Y [N][G*M_g][P], weights packed as
-// for conv_f32_packed.
+// Global: (oc_blocks, ceil(P / PIX), N*G), or with pixels_first != 0 (ceil(P / PIX), oc_blocks,
+// N*G) so that neighbouring work-items share a channel block's weights; X [N][G*C_g][P],
+// Y [N][G*M_g][P], weights packed as for conv_f32_packed.
 __kernel void conv_f32_pointwise(__global const XT* restrict X,
                                  __global const PT* restrict Wp,
                                  __global const BT* restrict bias,
                                  __global const RT* restrict residual,
                                  __global YT* restrict Y, int C_g, int P, int M_g, int G,
-                                 int oc_blocks, float act_lo, float act_hi) {
-  const int ob = get_global_id(0);
-  const int p0 = min((int)get_global_id(1) * PIX, P - PIX);
+                                 int oc_blocks, float act_lo, float act_hi, int pixels_first) {
+  const int ob = get_global_id(pixels_first ? 1 : 0);
+  const int p0 = min((int)get_global_id(pixels_first ? 0 : 1) * PIX, P - PIX);
   const int ng = get_global_id(2);
   if (ob >= oc_blocks) return;
   const int g = ng % G, n = ng / G;
