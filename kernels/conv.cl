@@ -12,6 +12,9 @@
 // conv_f32_pointwise: 1x1 convs (stride 1, no padding), the same packed weights, but vectors
 // along the pixels, so that outputs are stored as whole vectors.
 //
+// conv_f32_pixvec: short reductions (3-channel stems): vectors along a row's output pixels, the
+// input from a copy with its column padding made real.
+//
 // conv_f32_depthwise: one input channel per group; a work-item computes a band of output rows of
 // one or more channels, 8 pixels per vector, with the row geometry compiled in; weights read
 // directly as [C_out][1][KH][KW].
@@ -24,6 +27,8 @@
 //                                        (OCV vectors of OCB channels x OWB pixels)
 //   -DOCB=4|8 -DPOINTWISE -DPXB=8|16 -DPXV=n   pointwise kernel: OCB channels x PXV vectors of
 //                                        PXB pixels (and the weight packing)
+//   -DOCB=4|8 -DPIXVEC -DPXV=n           pixvec kernel: OCB channels x PXV vectors of 16 pixels
+//                                        of a row (and the weight packing)
 //   -DDEPTHWISE -DOWB=4|8|16             depthwise kernel, pixels per vector
 //   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
@@ -52,7 +57,7 @@
 #define WLOAD CAT(vload, OCB)
 #define WSTORE CAT(vstore, OCB)
 
-#ifndef POINTWISE
+#if !defined(POINTWISE) && !defined(PIXVEC)
 // Channel vectors per work-item (OCV x OCB output channels): a second vector reuses every input
 // broadcast twice and doubles the independent accumulators.
 #ifndef OCV
@@ -253,7 +258,7 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
     }
   }
 }
-#endif  // !POINTWISE
+#endif  // !POINTWISE && !PIXVEC
 
 #ifdef POINTWISE
 #define xvec CAT(float, PXB)
@@ -330,10 +335,106 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 }
 #endif  // POINTWISE
 
+#ifdef PIXVEC
+#define PIX (16 * PXV)
+
+// conv_f32_pixvec: convs with a short reduction (few input channels: 3-channel stems), where
+// conv_f32_packed's channel vectors leave through a transpose or lane by lane and the stores
+// outweigh the FMAs. A work-item computes OCB output channels x PXV vectors of 16 consecutive
+// output pixels of one row: per tap one vector of input pixels (stride 2: the even lanes of 32
+// floats), OCB packed weights broadcast from memory, OCB x PXV FMAs; the outputs leave as whole
+// vectors. X is the input copied with its column padding made real (pad_rows: every column a
+// work-item reads lies inside its padded row, including the odd lane past the last one with
+// stride 2); rows are checked for the vertical padding. Needs OW >= PIX: the last pixel block is
+// moved left to end at OW (it overlaps its neighbour; Y never aliases X or residual).
+// Global: (oc_blocks, ceil(OW / PIX), N*G*OD*OH); X [N][G*C_g][D][H][WP], weights packed as for
+// conv_f32_pointwise (blocks of OCB), Y [N][G*M_g][OD][OH][OW].
+__kernel void conv_f32_pixvec(__global const XT* restrict X, __global const PT* restrict Wp,
+                              __global const BT* restrict bias, __global const RT* restrict residual,
+                              __global YT* restrict Y, int C_g, int D, int H, int WP, int M_g, int OD,
+                              int OH, int OW, int G, int oc_blocks, int pad_d, int pad_h, float act_lo,
+                              float act_hi) {
+  const int ob = get_global_id(0);
+  const int p0 = min((int)get_global_id(1) * PIX, OW - PIX);
+  const int nodh = get_global_id(2);
+  if (ob >= oc_blocks) return;
+  const int ohw = OD * OH;
+  const int odh = nodh % ohw;
+  const int od = odh / OH, oh = odh % OH;
+  const int ng = nodh / ohw;
+  const int g = ng % G, n = ng / G;
+  const int oc0 = ob * OCB;
+  const long plane = (long)D * H * WP;
+  X += ((long)n * G + g) * C_g * plane + (long)p0 * SW;
+  Wp += ((long)g * oc_blocks + ob) * C_g * (KD * KH * KW * OCB);
+
+  float16 acc[OCB][PXV];
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+#ifdef HAS_BIAS
+    const float b = oc0 + o < M_g ? LD(BS, bias, g * M_g + oc0 + o) : 0.0f;
+#else
+    const float b = 0.0f;
+#endif
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) acc[o][v] = (float16)b;
+  }
+  const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h;
+  for (int c = 0; c < C_g; ++c) {
+    for (int kd = 0; kd < KD; ++kd) {
+      const int id = id0 + kd * DD;
+      if (id < 0 || id >= D) continue;
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = ih0 + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        const __global XT* xr = X + ((long)c * D + id) * H * WP + (long)ih * WP;
+        const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCB);
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          float16 x[PXV];
+#pragma unroll
+          for (int v = 0; v < PXV; ++v) {
+#if SW == 1
+            x[v] = LDN(XS, 16, xr + kw * DW + v * 16, 0);
+#else
+            const float16 a = LDN(XS, 16, xr + kw * DW + v * 32, 0), b = LDN(XS, 16, xr + kw * DW + v * 32 + 16, 0);
+            x[v] = (float16)(a.even, b.even);
+#endif
+          }
+#pragma unroll
+          for (int o = 0; o < OCB; ++o) {
+            const float16 w = (float16)LD(PS, wr, kw * OCB + o);
+#pragma unroll
+            for (int v = 0; v < PXV; ++v) acc[o][v] = fma(w, x[v], acc[o][v]);
+          }
+        }
+      }
+    }
+  }
+
+  const long oplane = (long)OD * OH * OW;
+  const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + p0;
+  const int channels = min(OCB, M_g - oc0);
+#pragma unroll
+  for (int o = 0; o < OCB; ++o) {
+    if (o < channels) {
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) {
+        const long at = y0 + (long)o * oplane + v * 16;
+        float16 r = acc[o][v];
+        if (residual) r += LDN(RS, 16, residual + at, 0);
+        r = EPILOGUE_VEC(r, 16);
+        STN(YS, 16, Y + at, 0, EPILOGUE_CLAMP_VEC(r, float16, act_lo, act_hi));
+      }
+    }
+  }
+}
+#endif  // PIXVEC
+
 // Packs W [G*M_g][C_g*KD*KH*KW] into the layout of conv_f32_packed (blocks of OCB*OCV channels)
-// or conv_f32_pointwise (blocks of OCB), at run time (for weights that are not constants).
+// or conv_f32_pointwise and conv_f32_pixvec (blocks of OCB), at run time (for weights that are not constants).
 // Global: (G*oc_blocks*block, K).
-#ifdef POINTWISE
+#if defined(POINTWISE) || defined(PIXVEC)
 #define PACK_B OCB
 #else
 #define PACK_B OCT

@@ -408,6 +408,58 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
              a.lo, a.hi, i32(pixels_first ? 1 : 0));
 }
 
+// pixvec: short reductions (3-channel stems): OCB channels x PXV vectors of 16 output pixels of
+// a row per work-item, outputs stored as whole vectors, the input from a padded copy (pad_rows into
+// the workspace, as packed:pad=1). Strides of 1 or 2 along the row; rows of at least PIX pixels.
+bool pv_applies(const ConvDesc& d, const DeviceCaps&) {
+  return !d.pointwise && d.st3[2] <= 2 && d.out3[2] >= 16;
+}
+
+// Preferred on CPUs for reductions of at most 160 and rows of at most 3 taps, where
+// conv_f32_packed's 16 accumulators see few FMAs per store: squeezenet1_1's 3x3 stride-2 stem
+// (K = 27, 64 channels) took 0.22-0.26 instead of 0.45 ms inside the model, its 16-channel 3x3
+// expands 2-9 % less, resnet18's 1x1 stride-2 downsample (K = 64) ~10 % less; 32-channel stems
+// (mobilenet_v2, efficientnet_b0) the same within noise. resnet18's 7x7 stem (K = 147) was 8-28 %
+// slower than packed (seven overlapping unaligned loads per row and vector; AMD EPYC Zen 5).
+bool pv_preferred(const ConvDesc& d, const DeviceCaps& c) {
+  return c.is_cpu() && d.C_g * d.k3[0] * d.k3[1] * d.k3[2] <= 160 && d.k3[2] <= 3 && d.M_g >= 8;
+}
+
+VariantParams pv_defaults(const ConvDesc& d, const DeviceCaps& c) {
+  return {{"ocb", d.M_g >= 6 ? 8 : 4}, {"pxv", pw_default_pxv(d.out3[2], c)}};
+}
+
+bool pv_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  return (ocb == 4 || ocb == 8) && pxv >= 1 && pxv <= 4 && d.out3[2] >= 16 * pxv;
+}
+
+void pv_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  const ConvArgs a = conv_args(ctx, d, true);
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  const int64_t pix = 16 * pxv, blocks = (d.M_g + ocb - 1) / ocb, px_blocks = (d.out3[2] + pix - 1) / pix;
+  std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPIXVEC -DPXV=" + std::to_string(pxv) +
+                     window_defines(d.k3, d.st3, d.d3) + a.tail;
+  cl_mem wp = packed_weights(ctx, d, ocb, &opts);
+  // Every column read: the last block ends at OW (moved left), plus the odd lane past the last
+  // even one with stride 2.
+  const int64_t padded = std::max(d.pb3[2] + d.in3[2],
+                                  (d.out3[2] - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1 + (d.st3[2] - 1));
+  const int64_t rows = d.s.N * d.s.C * d.in3[0] * d.in3[1];
+  if (rows * padded > INT_MAX) ctx.unsupported("a padded conv input beyond 2^31 elements is not supported");
+  const Operand xp = ctx.workspace(ctx.input(0).dtype, {rows, padded});
+  const int64_t per_item = std::max<int64_t>(1, rows / 256);
+  ctx.launch("pad", "pad_rows", word_option(ctx, ctx.input(0).dtype),
+             {static_cast<size_t>((rows + per_item - 1) / per_item)}, {1}, a.x, xp.mem, i32(rows), i32(d.in3[2]),
+             i32(padded), i32(d.pb3[2]), i32(per_item));
+  ctx.launch("conv", "conv_f32_pixvec", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>(px_blocks),
+              static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
+             {1, 1, 1}, xp.mem, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(padded),
+             i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
+             i32(d.pb3[1]), a.lo, a.hi);
+}
+
 // packed: the general implicit GEMM (any rank <= 3, groups, strides, dilations, padding): a
 // work-item computes OCB output channels x OWB pixels of one output row.
 bool packed_applies(const ConvDesc&, const DeviceCaps&) { return true; }
@@ -669,6 +721,8 @@ const KernelFamily<ConvDesc>& conv_family() {
           {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
            {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2, 3}}, {"order", {0, 1}}},
            pw_applies_with_defaults, pw_valid, pw_defaults, pw_run},
+          {"pixvec", "short reductions (3-channel stems), stride <= 2: OCB channels x PXV 16-pixel vectors of a row",
+           {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, pv_run, pv_preferred},
           {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
            {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8}}, {"order", {0, 1}}, {"ocv", {1, 2}}, {"pad", {0, 1}}},
            packed_applies, packed_valid, packed_defaults, packed_run},

@@ -233,6 +233,47 @@ TEST(Conv, PackedPaddedCopyMatchesCheckedPath) {
   EXPECT_LE(rel_error(got, want), fp16_mode() ? 2e-3 : 1e-4);
 }
 
+// pixvec: vectors of 16 output pixels along a row (stride 1 or 2, the even lanes of 32 floats),
+// the input from a padded copy; the last pixel block moved left to end at the row's end. Forced on
+// stems, grouped, batched, dilated, asymmetric-padded, 1-D and 3-D geometries, each parameter's
+// extremes.
+TEST(Conv, PixvecMatchesReference) {
+  std::mt19937 rng(14);
+  const std::vector<ConvCase> cases = {
+      {1, 3, 16, 1, {23, 111}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}},    // squeezenet-like stem
+      {2, 3, 12, 1, {9, 64}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},      // padded stem, batch 2
+      {1, 6, 10, 2, {7, 50}, {3, 3}, {1, 1}, {1, 2}, {2, 1, 0, 3}},      // groups, dilation, asym.
+      {1, 4, 9, 1, {5, 37}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},       // 1x1 stride 2
+      {2, 3, 5, 1, {70}, {5}, {2}, {1}, {2, 1}},                         // 1-D
+      {1, 2, 8, 1, {3, 4, 33}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},  // 3-D
+  };
+  int k = 0;
+  for (const ConvCase& c : cases)
+    for (const char* params : {"", ":ocb=4,pxv=1", ":pxv=3"}) {
+      if (fp16_sampled_out(k++)) continue;
+      const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+      std::vector<int64_t> out, pb;
+      conv_out(c, &out, &pb);
+      if (std::string(params) == ":pxv=3" && out.back() < 48) continue;  // rows of 48 pixels at least
+      Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+      ModelBuilder m;
+      m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
+      auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
+      attr_ints(node, "kernel_shape", c.k);
+      attr_ints(node, "strides", c.s);
+      attr_ints(node, "dilations", c.d);
+      attr_i(node, "group", c.G);
+      attr_ints(node, "pads", c.pads);
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = std::string("conv=pixvec") + params;
+      auto s = open_session(m, opt);
+      const Tensor got = s.run({{"x", x}}).at("y");
+      EXPECT_NE(s.dump("plan").find("conv_f32_pixvec"), std::string::npos) << s.dump("plan");
+      EXPECT_LE(rel_error(got, conv_reference(c, x, w, &b)), 1e-4)
+          << "pixvec" << params << " in " << ocl_infer::shape_to_string(xs);
+    }
+}
+
 // The depthwise kernel compiles the row geometry in and has separate paths for: rows narrower
 // than a vector (stores spill into the next row), the first and last planes of the input (no
 // reads outside the buffer), wide rows (a loop between unrolled borders), bands of rows (few

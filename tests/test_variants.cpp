@@ -217,6 +217,8 @@ TEST(Variants, ConvEveryVariantAndParameter) {
       // 40 channels per group: packed's two 16-channel vectors per work-item (its default on
       // AVX-512 CPUs) with a second block whose second vector is empty.
       {"3x3 stride 2, 2 groups of 40", 1, 6, 80, 2, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true},
+      // Rows of at least 48 output pixels: pixvec applies with every pxv.
+      {"3x3 stride 2 stem, 51-wide rows", 1, 3, 12, 1, {5, 101}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 2}, true, true},
   };
   std::vector<Problem> problems;
   for (const auto& c : cases) problems.push_back(conv_problem(c, rng));
