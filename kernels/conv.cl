@@ -307,11 +307,12 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
     xvec x[PXV];
 #pragma unroll
     for (int v = 0; v < PXV; ++v) x[v] = LDN(XS, PXB, X + (long)k * P + v * PXB, 0);
-    float wk[OCB];
-    WSTORE(LDN(PS, OCB, Wp, k), 0, wk);
+    // Each weight broadcast straight from memory (a vector load spilled to the stack and
+    // reloaded lane by lane before).
+    const __global PT* wk = Wp + (long)k * OCB;
 #pragma unroll
     for (int c = 0; c < OCB; ++c) {
-      const float w = wk[c];
+      const float w = LD(PS, wk, c);
 #pragma unroll
       for (int v = 0; v < PXV; ++v) acc[c][v] = fma((xvec)w, x[v], acc[c][v]);
     }
