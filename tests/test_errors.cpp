@@ -181,6 +181,74 @@ struct ScopedEnv {
 // Whether program binaries are stored is measured once per device (on a probe program) and kept
 // in the cache folder; the second session then either loads the stored binaries or builds again,
 // and nothing else is written. A damaged decision file is measured again.
+// A driver that stops long loops early (Mesa 22.3's llvmpipe: 65,535 iterations) would return
+// wrong numbers without an error. The probe's verdict is kept in the cache folder; PoCL runs loops
+// to the end. A verdict of "stops early" (written here, as rusticl's probe writes it) refuses the
+// device with a DeviceError unless OCL_INFER_ALLOW_LOOP_LIMIT=1, which runs with a warning; a
+// damaged verdict is measured again.
+TEST(Errors, DeviceThatStopsLongLoopsIsRefused) {
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 3; ++i) {
+    char tmpl[] = "/tmp/ocl-infer-loops-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dirs.push_back(tmpl);
+  }
+  ModelBuilder m;
+  m.input("x", DType::Float32, {3}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  const std::string b = m.bytes();
+  Tensor x(DType::Float32, {3});
+  for (int i = 0; i < 3; ++i) x.data<float>()[i] = static_cast<float>(i) - 1.f;
+  auto open = [&](const std::string& dir, std::vector<std::string>* log = nullptr) {
+    ocl_infer::SessionOptions opt;
+    opt.cache_dir = dir;
+    if (log) opt.log = [log](const std::string& line) { log->push_back(line); };
+    return ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+  };
+  auto verdict_file = [&](const std::string& dir) {
+    for (auto& f : files_in(dir))
+      if (f.rfind("loops-", 0) == 0) return f;
+    return std::string();
+  };
+  auto first_line = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  EXPECT_EQ(open(dirs[0]).run({{"x", x}}).at("y").data<float>()[2], 1.f);
+  const std::string name = verdict_file(dirs[0]);
+  ASSERT_FALSE(name.empty()) << "no loop verdict in " << dirs[0];
+  EXPECT_EQ(first_line(dirs[0] + "/" + name).rfind("loops 1 ", 0), 0u) << first_line(dirs[0] + "/" + name);
+
+  std::ofstream(dirs[1] + "/" + name) << "loops 0 (a probe loop of 70000 iterations ran 65535)\n";
+  try {
+    open(dirs[1]);
+    ADD_FAILURE() << "a device that stops long loops early was accepted";
+  } catch (const ocl_infer::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("stops long loops early (a probe loop of 70000 iterations ran 65535)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("OCL_INFER_ALLOW_LOOP_LIMIT=1"), std::string::npos) << e.what();
+  }
+  {
+    ScopedEnv allow("OCL_INFER_ALLOW_LOOP_LIMIT", "1");
+    std::vector<std::string> log;
+    EXPECT_EQ(open(dirs[1], &log).run({{"x", x}}).at("y").data<float>()[2], 1.f);
+    bool warned = false;
+    for (auto& l : log) warned |= l.rfind("warning: ", 0) == 0 && l.find("stops long loops") != std::string::npos;
+    EXPECT_TRUE(warned) << "no warning when running on a device that stops loops early";
+  }
+
+  std::ofstream(dirs[2] + "/" + name) << "loops banana\n";
+  EXPECT_EQ(open(dirs[2]).run({{"x", x}}).at("y").data<float>()[2], 1.f);
+  EXPECT_EQ(first_line(dirs[2] + "/" + name).rfind("loops 1 ", 0), 0u) << "a damaged verdict was not measured again";
+  for (auto& d : dirs) {
+    for (auto& f : files_in(d)) std::remove((d + "/" + f).c_str());
+    rmdir(d.c_str());
+  }
+}
+
 TEST(KernelCache, BinaryStorageDecisionIsMeasuredAndKept) {
   char tmpl[] = "/tmp/ocl-infer-cache-test-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

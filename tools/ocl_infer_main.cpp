@@ -695,8 +695,9 @@ int main(int argc, char** argv) {
     opt.tuning_cache = a.tuning_cache;
     opt.log = [&](const std::string& m) {
       // Tuning shows its progress (one line per problem) and cache notices without --verbose, and
-      // so do the notices of a slow first compile.
-      if (a.verbose || m.rfind("device:", 0) == 0 || m.rfind("tun", 0) == 0 || m.rfind("compiling", 0) == 0)
+      // so do the notices of a slow first compile and warnings.
+      if (a.verbose || m.rfind("device:", 0) == 0 || m.rfind("tun", 0) == 0 || m.rfind("compiling", 0) == 0 ||
+          m.rfind("warning:", 0) == 0)
         std::cerr << "ocl-infer: " << m << "\n";
     };
     if (a.check_precision) opt.precision = ocl_infer::Precision::Float32;  // the reference

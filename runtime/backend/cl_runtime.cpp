@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -624,6 +626,98 @@ void ClRuntime::decide_binary_storage() {
     log_(store_binaries_ ? std::string("kernel cache: storing program binaries (") + why + ")"
                          : std::string("kernel cache: this driver compiles again to hand out binaries (") + why +
                                "); ocl-infer stores none for this device and relies on the driver's own cache");
+  }
+}
+
+void ClRuntime::check_loops() {
+  const std::string key = device_key();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
+  const std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/loops-" + hex + ".txt";
+  // Per process too: sessions without a cache folder probe once (keyed by the file when there is
+  // one, so that each cache folder's verdict is read).
+  static std::mutex mu;
+  static std::map<std::string, std::pair<int, std::string>> known;  // -> (1 | 0, why)
+  const std::string known_key = path.empty() ? key : path;
+  std::pair<int, std::string> verdict{-1, ""};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(known_key); it != known.end()) verdict = it->second;
+  }
+  if (verdict.first < 0 && !path.empty()) {
+    // "loops 0|1 (why)"; anything else is measured again.
+    std::ifstream f(path);
+    std::string word, why;
+    int v = -1;
+    if (f >> word >> v && word == "loops" && (v == 0 || v == 1)) {
+      std::getline(f, why);
+      verdict = {v, why};
+    }
+  }
+  if (verdict.first < 0) {
+    // A loop of 70,000 iterations, alone and as the outer loop around a one-iteration inner loop
+    // (llvmpipe counted the two differently: 65,535 and 21,845 done), over values the compiler
+    // cannot fold.
+    const std::string src =
+        "__kernel void oi_loop_probe(__global int* v, int n, int m) {\n"
+        "  int s = 0;\n"
+        "  for (int i = 0; i < n; ++i)\n"
+        "    for (int j = 0; j < m; ++j) s += v[1 + (j & 3)];\n"
+        "  v[0] = s;\n"
+        "}\n";
+    cl_program p = build_from_source(src, extra_build_options(), "loop-probe");
+    std::string why;
+    int ok = 1;
+    try {
+      cl_int err = CL_SUCCESS;
+      KernelPtr k(clCreateKernel(p, "oi_loop_probe", &err));
+      cl_check(err, "clCreateKernel(oi_loop_probe)");
+      BufferPtr buf = alloc(5 * sizeof(cl_int));
+      for (const auto& [n, m] : {std::pair<cl_int, cl_int>{1, 70000}, {70000, 1}}) {
+        cl_int init[5] = {0, 1, 1, 1, 1}, got = 0;
+        cl_check(clEnqueueWriteBuffer(queue_, buf->mem, CL_TRUE, 0, sizeof init, init, 0, nullptr, nullptr),
+                 "clEnqueueWriteBuffer(loop probe)");
+        cl_check(clSetKernelArg(k.get(), 0, sizeof(cl_mem), &buf->mem), "clSetKernelArg");
+        cl_check(clSetKernelArg(k.get(), 1, sizeof n, &n), "clSetKernelArg");
+        cl_check(clSetKernelArg(k.get(), 2, sizeof m, &m), "clSetKernelArg");
+        const size_t one = 1;
+        cl_check(clEnqueueNDRangeKernel(queue_, k.get(), 1, nullptr, &one, &one, 0, nullptr, nullptr),
+                 "clEnqueueNDRangeKernel(loop probe)");
+        cl_check(clEnqueueReadBuffer(queue_, buf->mem, CL_TRUE, 0, sizeof got, &got, 0, nullptr, nullptr),
+                 "clEnqueueReadBuffer(loop probe)");
+        if (got != n * m) {
+          ok = 0;
+          why = "a probe loop of " + std::to_string(n * m) + " iterations ran " + std::to_string(got);
+          break;
+        }
+      }
+    } catch (...) {
+      clReleaseProgram(p);
+      throw;
+    }
+    clReleaseProgram(p);
+    if (ok) why = "a probe loop of 70000 iterations ran to the end";
+    verdict = {ok, " (" + why + ")"};
+    if (!path.empty()) {
+      make_dirs(cache_dir_);
+      write_atomically(path, "loops " + std::to_string(ok) + verdict.second + "\n");
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    known[known_key] = verdict;
+  }
+  if (verdict.first == 1) return;
+  const std::string what = "the OpenCL driver of device '" + dev_.info.name + "' stops long loops early" +
+                           verdict.second +
+                           ": kernels with long reductions would return wrong numbers (Mesa 22.3's llvmpipe "
+                           "limits loops to 65,535 iterations)";
+  const char* allow = std::getenv("OCL_INFER_ALLOW_LOOP_LIMIT");
+  if (!(allow && std::string(allow) == "1"))
+    throw ocl_infer::DeviceError(what + "; use another device, or set OCL_INFER_ALLOW_LOOP_LIMIT=1 to run anyway");
+  if (log_) {
+    std::lock_guard<std::mutex> l(log_mu_);
+    log_("warning: " + what + " (running anyway: OCL_INFER_ALLOW_LOOP_LIMIT=1)");
   }
 }
 

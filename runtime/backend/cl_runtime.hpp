@@ -120,6 +120,14 @@ class ClRuntime {
   // Totals so far (compile_ms sums the builds' own times, which overlap when parallel).
   CompileStats compile_stats() const;
 
+  // Whether the driver runs long loops to the end. Mesa 22.3's rusticl on llvmpipe stops every
+  // loop after 65,535 iterations (its graphics shaders' loop limiter), silently: a kernel with a
+  // long reduction then returns wrong numbers. Measured once per device and driver by a probe
+  // kernel (cached in the cache folder as loops-<device>.txt, and per process). On such a device
+  // this throws DeviceError, unless $OCL_INFER_ALLOW_LOOP_LIMIT=1, which logs a warning instead
+  // (for testing the GPU-shaped kernels, whose loops are short, on rusticl).
+  void check_loops();
+
  private:
   cl_program program(const std::string& file, const std::string& options);
   // Loads from the disk cache or compiles; thread-safe.

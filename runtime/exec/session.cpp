@@ -125,6 +125,7 @@ struct Session::Impl {
         dev.info.opencl_c_version + ")");
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
     log("device capabilities: " + cl->caps().summary());
+    cl->check_loops();
     std::string tuning_path = options.tuning_cache;
     if (tuning_path.empty())
       if (const char* env = std::getenv("OCL_INFER_TUNING_CACHE"); env && *env) tuning_path = env;
