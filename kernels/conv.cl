@@ -33,7 +33,9 @@
 //   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
 //   -DHAS_BIAS                           add bias[output channel]
-//   -DXS -DPS -DWS -DBS -DRS -DYS=F16    an operand stored as half (see storage.cl)
+//   -DIN_SCALE                           input channels multiplied by in_scale (a fused Mul)
+//   -DPAD_ROWS_SCALED                    conv_pad_rows_scaled (the padded copy with that scale)
+//   -DXS -DPS -DWS -DBS -DRS -DYS -DSS=F16  an operand stored as half (see storage.cl)
 //   epilogue.cl's options                fused activation / residual
 
 #include "epilogue.cl"
@@ -48,6 +50,12 @@
 #define BT STORE_TYPE(BS)
 #define RT STORE_TYPE(RS)
 #define YT STORE_TYPE(YS)
+// The fused per-channel input scale (IN_SCALE; SS its storage). Kernels take it as an argument in
+// every build: a dummy where the conv has none.
+#ifndef SS
+#define SS F32
+#endif
+#define SCT STORE_TYPE(SS)
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -73,24 +81,32 @@
 // CHECK_COLUMNS, work-items whose segment leaves the row (`interior` false) read it with clamped
 // loads and zeros for the padding; without it the host guarantees that every segment lies inside
 // the row (no column padding, or the input copied with its padding made real: ops/conv_ops.cpp).
+// With IN_SCALE every value read is multiplied by `sc`, its channel's fused scale (the padding
+// stays 0, as before the Mul was fused).
 __attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT* restrict xr,
                                                     const __global PT* restrict wr, int iw0,
-                                                    int W, const bool interior) {
+                                                    int W, const bool interior, const float sc) {
   float seg[SPAN];
+#ifdef IN_SCALE
+#define SCALED(v) ((v) * sc)
+#else
+#define SCALED(v) (v)
+#endif
 #ifdef CHECK_COLUMNS
   if (!interior) {
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) {
       const int iw = iw0 + t;
-      const float v = LD(XS, xr, clamp(iw, 0, W - 1));
+      const float v = SCALED(LD(XS, xr, clamp(iw, 0, W - 1)));
       seg[t] = iw >= 0 && iw < W ? v : 0.0f;
     }
   } else
 #endif
   {
 #pragma unroll
-    for (int t = 0; t < SPAN; ++t) seg[t] = LD(XS, xr, iw0 + t);
+    for (int t = 0; t < SPAN; ++t) seg[t] = SCALED(LD(XS, xr, iw0 + t));
   }
+#undef SCALED
 #if KW * OCV <= 8
   // Pixels outer, all of the row's weights in registers: each broadcast meets its weights at once.
   // With taps outer (below) LLVM kept every broadcast of the segment live across the taps and
@@ -133,7 +149,8 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
                               __global const RT* restrict residual, __global YT* restrict Y,
                               int C_g, int D, int H, int W, int M_g, int OD, int OH, int OW, int G,
                               int oc_blocks, int pad_d, int pad_h, int pad_w, float act_lo,
-                              float act_hi, int rows_first) {
+                              float act_hi, int rows_first, __global const SCT* restrict in_scale,
+                              int scale_n) {
   const int ob = get_global_id(rows_first ? 2 : 0);
   const int nodh = get_global_id(rows_first ? 0 : 2);
   const int ow0 = get_global_id(1) * OWB;
@@ -172,7 +189,15 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 #else
   const bool interior = true;
 #endif
+#ifdef IN_SCALE
+  in_scale += (long)n * scale_n + (long)g * C_g;
+#endif
   for (int c = 0; c < C_g; ++c) {
+#ifdef IN_SCALE
+    const float sc = LD(SS, in_scale, c);
+#else
+    const float sc = 1.0f;
+#endif
     for (int kd = 0; kd < KD; ++kd) {
       const int id = id0 + kd * DD;
       if (id < 0 || id >= D) continue;
@@ -181,7 +206,7 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
         if (ih < 0 || ih >= H) continue;
         const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
         const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCT);
-        conv_row(acc, xr, wr, iw0, W, interior);
+        conv_row(acc, xr, wr, iw0, W, interior, sc);
       }
     }
   }
@@ -282,7 +307,8 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
                                  __global const BT* restrict bias,
                                  __global const RT* restrict residual,
                                  __global YT* restrict Y, int C_g, int P, int M_g, int G,
-                                 int oc_blocks, float act_lo, float act_hi, int pixels_first) {
+                                 int oc_blocks, float act_lo, float act_hi, int pixels_first,
+                                 __global const SCT* restrict in_scale, int scale_n) {
   const int ob = get_global_id(pixels_first ? 1 : 0);
   const int p0 = min((int)get_global_id(pixels_first ? 0 : 1) * PIX, P - PIX);
   const int ng = get_global_id(2);
@@ -303,10 +329,18 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 #pragma unroll
     for (int v = 0; v < PXV; ++v) acc[c][v] = (xvec)b;
   }
+#ifdef IN_SCALE
+  in_scale += (long)n * scale_n + (long)g * C_g;
+#endif
   for (int k = 0; k < C_g; ++k) {
     xvec x[PXV];
 #pragma unroll
     for (int v = 0; v < PXV; ++v) x[v] = LDN(XS, PXB, X + (long)k * P + v * PXB, 0);
+#ifdef IN_SCALE
+    const float sc = LD(SS, in_scale, k);
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) x[v] *= sc;
+#endif
     // Each weight broadcast straight from memory (a vector load spilled to the stack and
     // reloaded lane by lane before).
     const __global PT* wk = Wp + (long)k * OCB;
@@ -662,3 +696,27 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
   }
 }
 #endif  // DEPTHWISE
+
+#ifdef PAD_ROWS_SCALED
+// The padded copy of a conv input (as pad.cl's pad_rows: `rows` rows of `width` values into rows
+// of `padded` values from column `left`, zeros around) for a conv with a fused per-channel scale:
+// the values are multiplied by their channel's scale (row r belongs to plane r / plane_rows, image
+// plane / channels), the padding stays 0.
+__kernel void conv_pad_rows_scaled(__global const XT* restrict src, __global XT* restrict dst,
+                                   __global const SCT* restrict in_scale, int rows, int width, int padded,
+                                   int left, int per_item, int plane_rows, int channels, int scale_n) {
+  const int r0 = (int)get_global_id(0) * per_item;
+  const int r1 = min(rows, r0 + per_item);
+  for (int r = r0; r < r1; ++r) {
+    const int plane = r / plane_rows;
+    const float sc = LD(SS, in_scale, (long)(plane / channels) * scale_n + plane % channels);
+    const __global XT* s = src + (long)r * width;
+    __global XT* d = dst + (long)r * padded;
+#pragma clang loop unroll(disable) vectorize(disable)
+    for (int i = 0; i < left; ++i) ST(XS, d, i, 0.0f);
+    for (int i = 0; i < width; ++i) ST(XS, d, left + i, LD(XS, s, i) * sc);
+#pragma clang loop unroll(disable) vectorize(disable)
+    for (int i = left + width; i < padded; ++i) ST(XS, d, i, 0.0f);
+  }
+}
+#endif  // PAD_ROWS_SCALED

@@ -3,7 +3,8 @@
 // local-memory tiles of tiled.cl; the im2col element is computed while the B tile is staged, so
 // nothing is materialised. Weights are read in place ([M][C_g][KD][KH][KW]).
 // Build options: tiled.cl's; -DKD -DKH -DKW -DSD -DSH -DSW -DDD -DDH -DDW as for conv.cl;
-// -DHAS_BIAS; -DXS -DWS -DBS -DRS -DYS=F16 for half storage; epilogue.cl's.
+// -DHAS_BIAS; -DIN_SCALE (input channels scaled by in_scale); -DXS -DWS -DBS -DRS -DYS -DSS=F16 for
+// half storage; epilogue.cl's.
 #include "epilogue.cl"
 #include "storage.cl"
 #include "operand_storage.cl"
@@ -15,29 +16,41 @@
 
 #define KVOL (KD * KH * KW)
 
-// Tap k of the output pixel whose input window starts at (z0, y0, x0) (0 in the padding).
-inline float conv_tap(__global const STORE_TYPE(XS)* x, int k, int z0, int y0, int x0, int ID, int IH, int IW) {
+#ifndef SS
+#define SS F32
+#endif
+
+// Tap k of the output pixel whose input window starts at (z0, y0, x0) (0 in the padding). With
+// IN_SCALE (a Mul folded into the conv: ops/conv_ops.cpp) input channel c is multiplied by sc[c];
+// the padding stays 0.
+inline float conv_tap(__global const STORE_TYPE(XS)* x, __global const STORE_TYPE(SS)* sc, int k, int z0, int y0,
+                      int x0, int ID, int IH, int IW) {
   const int c = k / KVOL, r = k % KVOL;
   const int iz = z0 + (r / (KH * KW)) * DD, iy = y0 + ((r / KW) % KH) * DH, ix = x0 + (r % KW) * DW;
   if (iz < 0 || iz >= ID || iy < 0 || iy >= IH || ix < 0 || ix >= IW) return 0.0f;
+#ifdef IN_SCALE
+  return LD(XS, x, (((long)c * ID + iz) * IH + iy) * IW + ix) * LD(SS, sc, c);
+#else
   return LD(XS, x, (((long)c * ID + iz) * IH + iy) * IW + ix);
+#endif
 }
 
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void conv_f32_tiled(
     __global const STORE_TYPE(XS)* restrict X, __global const STORE_TYPE(WS)* restrict Wt,
     __global const STORE_TYPE(BS)* restrict bias, __global const STORE_TYPE(RS)* restrict residual,
     __global STORE_TYPE(YS)* restrict Y, int C_g, int ID, int IH, int IW, int M_g, int OD, int OH, int OW, int G,
-    int PD, int PH, int PW) {
+    int PD, int PH, int PW, __global const STORE_TYPE(SS)* restrict in_scale, int scale_n) {
   const int n0 = get_group_id(0) * TS, m0 = get_group_id(1) * TS, b = get_group_id(2);
   const int g = b % G, P = OD * OH * OW, K = C_g * KVOL;
   const __global STORE_TYPE(XS)* x = X + (long)b * C_g * ID * IH * IW;  // image b / G, group g
   const __global STORE_TYPE(WS)* w = Wt + (long)g * M_g * K;
+  const __global STORE_TYPE(SS)* sc = in_scale + (long)(b / G) * scale_n + (long)g * C_g;
   Y += (long)b * M_g * P;
 #ifdef HAS_RESIDUAL
   residual += (long)b * M_g * P;
 #endif
 #define LOAD_A(m, k) LD(WS, w, (long)(m) * K + (k))
-#define LOAD_B(k, p) conv_tap(x, k, col_z0, col_y0, col_x0, ID, IH, IW)
+#define LOAD_B(k, p) conv_tap(x, sc, k, col_z0, col_y0, col_x0, ID, IH, IW)
   float acc[RM][RN];
   TILED_PRODUCT(acc, m0, n0, M_g, P, K)
   for (int i = 0; i < RM; ++i)

@@ -156,6 +156,9 @@ void require_float(const OpContext& ctx, int i) {
 
 // ---- Conv ----------------------------------------------------------------------------------
 void conv_infer(OpContext& ctx) {
+  // Input 3 is ocl-infer's own: the per-channel scale of a Mul that the optimizer folds in after
+  // shape inference (runtime/compiler/passes/fuse_channel_scale.cpp), never a model's.
+  if (ctx.num_inputs() > 3) ctx.fail("Conv takes at most 3 inputs (X, W, B), got " + std::to_string(ctx.num_inputs()));
   for (int i = 0; i < 3; ++i)
     if (ctx.has_input(i)) require_float(ctx, i);
   ConvShape s = conv_shape(ctx);
@@ -203,6 +206,10 @@ struct ConvDesc {
   bool pointwise = false;  // 1x1 taps, stride 1, no padding (any rank): a plain GEMM over pixels
   bool has_bias = false;
   bool const_weights = false;  // the weights are a constant (transformed at plan time)
+  // Input 3, a fused Mul's per-channel scale of X ([N or 1, C, 1...] or [C, 1...]): X's channel c
+  // of image n is read times scale[n * scale_n + c].
+  bool scaled = false;
+  int64_t scale_n = 0;
 };
 
 ConvDesc conv_desc(const OpContext& ctx) {
@@ -222,6 +229,14 @@ ConvDesc conv_desc(const OpContext& ctx) {
                 std::all_of(w.pe.begin(), w.pe.end(), [](int64_t p) { return p == 0; });
   d.has_bias = ctx.has_input(2);
   d.const_weights = ctx.is_const(1);
+  if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+    const Shape& sc = ctx.in_shape(3);
+    d.scaled = true;
+    // [N, C, 1...] with N > 1: one scale per image; otherwise one for all.
+    d.scale_n = sc.size() == ctx.in_shape(0).size() && sc[0] > 1 ? d.s.C : 0;
+    if (numel(sc) != (d.scale_n ? d.s.N : 1) * d.s.C)
+      ctx.fail("the fused channel scale " + list(sc) + " does not match X " + list(ctx.in_shape(0)));
+  }
   return d;
 }
 
@@ -233,7 +248,14 @@ struct ConvArgs {
   cl_mem x, bias, residual, y;
   std::string tail;  // bias and epilogue options
   float lo = 0, hi = 0;  // run-time epilogue bounds
+  // The fused channel scale (a dummy buffer when there is none): kernels that apply it take
+  // scale_opts (-DIN_SCALE and its storage type).
+  cl_mem scale;
+  int32_t scale_n = 0;
+  std::string scale_opts;
 };
+
+int32_t i32(int64_t v) { return static_cast<int32_t>(v); }
 
 ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d, bool runtime_epilogue = false) {
   ConvArgs a;
@@ -249,10 +271,33 @@ ConvArgs conv_args(BuildContext& ctx, const ConvDesc& d, bool runtime_epilogue =
            (d.has_bias ? BuildContext::storage_option("BS", ctx.input(2).dtype) : "") +
            (epi.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(epi.residual).dtype) : "") +
            BuildContext::storage_option("YS", ctx.output(0).dtype);
+  a.scale = d.scaled ? ctx.in_buf(3) : a.x;
+  a.scale_n = static_cast<int32_t>(d.scale_n);
+  if (d.scaled) a.scale_opts = " -DIN_SCALE" + BuildContext::storage_option("SS", ctx.input(3).dtype);
   return a;
 }
 
-int32_t i32(int64_t v) { return static_cast<int32_t>(v); }
+// X with its column padding made real, in the plan's workspace: rows of `padded` values, the row's
+// values from column d.pb3[2] (pad.cl's pad_rows; with a fused channel scale, conv.cl's
+// conv_pad_rows_scaled, which also multiplies the values by it). The kernels that read the copy
+// then need no column checks (and no scale).
+cl_mem padded_input(BuildContext& ctx, const ConvDesc& d, const ConvArgs& a, int64_t padded) {
+  const int64_t rows = d.s.N * d.s.C * d.in3[0] * d.in3[1];
+  if (rows * padded > INT_MAX) ctx.unsupported("a padded conv input beyond 2^31 elements is not supported");
+  const Operand xp = ctx.workspace(ctx.input(0).dtype, {rows, padded});
+  const int64_t per_item = std::max<int64_t>(1, rows / 256);
+  const size_t items = static_cast<size_t>((rows + per_item - 1) / per_item);
+  if (d.scaled)
+    ctx.launch("conv", "conv_pad_rows_scaled",
+               "-DPAD_ROWS_SCALED" + BuildContext::storage_option("XS", ctx.input(0).dtype) + a.scale_opts, {items},
+               {1}, a.x, xp.mem, a.scale, i32(rows), i32(d.in3[2]), i32(padded), i32(d.pb3[2]), i32(per_item),
+               i32(d.in3[0] * d.in3[1]), i32(d.s.C), a.scale_n);
+  else
+    ctx.launch("pad", "pad_rows", word_option(ctx, ctx.input(0).dtype), {items}, {1}, a.x, xp.mem, i32(rows),
+               i32(d.in3[2]), i32(padded), i32(d.pb3[2]), i32(per_item));
+  return xp.mem;
+}
+
 
 // W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g: as a constant at
 // plan time, or by a kernel before every run when the weights are a model input.
@@ -276,7 +321,9 @@ cl_mem packed_weights(BuildContext& ctx, const ConvDesc& d, int ocb, std::string
 // depthwise: one input channel per group; bands of output rows x a few channels per work-item,
 // OWB pixels per vector, the row geometry compiled in (one program per distinct width, stride and
 // padding, which a network has only a handful of).
-bool dw_applies(const ConvDesc& d, const DeviceCaps&) { return d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2; }
+bool dw_applies(const ConvDesc& d, const DeviceCaps&) {
+  return d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2 && !d.scaled;
+}
 
 VariantParams dw_defaults(const ConvDesc& d, const DeviceCaps&) {
   // 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks and overlap
@@ -313,7 +360,7 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
 // pixel, work-groups of WX x WY pixels. Preferred on GPUs and accelerators, where the CPU-shaped
 // kernel's row bands leave SIMD lanes idle; on CPUs only when forced or tuned.
 bool dwg_applies(const ConvDesc& d, const DeviceCaps& c) {
-  return c.max_work_group_size >= 16 && d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2;
+  return c.max_work_group_size >= 16 && d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2 && !d.scaled;
 }
 bool dwg_preferred(const ConvDesc&, const DeviceCaps& c) { return !c.is_cpu(); }
 bool dwg_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& p) {
@@ -396,7 +443,7 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
   const int64_t P = product(d.s.w.in), blocks = (d.M_g + ocb - 1) / ocb, pix = static_cast<int64_t>(pxb) * pxv;
   std::string opts = "-DOCB=" + std::to_string(ocb) + " -DPOINTWISE -DPXB=" + std::to_string(pxb) +
-                     " -DPXV=" + std::to_string(pxv) + window_defines(d.k3, d.st3, d.d3) + a.tail;
+                     " -DPXV=" + std::to_string(pxv) + window_defines(d.k3, d.st3, d.d3) + a.tail + a.scale_opts;
   cl_mem wp = packed_weights(ctx, d, ocb, &opts);
   // Pixel blocks first where the weights outgrow a core's cache (the rule of packed's `order`):
   // each channel block's weights then come from memory once, not once per pixel block.
@@ -405,7 +452,7 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   if (pixels_first) std::swap(g0, g1);
   ctx.launch("conv", "conv_f32_pointwise", opts, {g0, g1, static_cast<size_t>(d.s.N * d.s.G)},
              {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks),
-             a.lo, a.hi, i32(pixels_first ? 1 : 0));
+             a.lo, a.hi, i32(pixels_first ? 1 : 0), a.scale, a.scale_n);
 }
 
 // pixvec: short reductions (3-channel stems): OCB channels x PXV vectors of 16 output pixels of
@@ -445,17 +492,11 @@ void pv_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   // even one with stride 2.
   const int64_t padded = std::max(d.pb3[2] + d.in3[2],
                                   (d.out3[2] - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1 + (d.st3[2] - 1));
-  const int64_t rows = d.s.N * d.s.C * d.in3[0] * d.in3[1];
-  if (rows * padded > INT_MAX) ctx.unsupported("a padded conv input beyond 2^31 elements is not supported");
-  const Operand xp = ctx.workspace(ctx.input(0).dtype, {rows, padded});
-  const int64_t per_item = std::max<int64_t>(1, rows / 256);
-  ctx.launch("pad", "pad_rows", word_option(ctx, ctx.input(0).dtype),
-             {static_cast<size_t>((rows + per_item - 1) / per_item)}, {1}, a.x, xp.mem, i32(rows), i32(d.in3[2]),
-             i32(padded), i32(d.pb3[2]), i32(per_item));
+  const cl_mem xp = padded_input(ctx, d, a, padded);
   ctx.launch("conv", "conv_f32_pixvec", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(px_blocks),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
-             {1, 1, 1}, xp.mem, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(padded),
+             {1, 1, 1}, xp, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(padded),
              i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
              i32(d.pb3[1]), a.lo, a.hi);
 }
@@ -561,9 +602,10 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const bool pad = (p.count("pad") ? p.at("pad") : packed_default_pad(d, owb)) == 1;
   // Without a padded copy, work-items whose row segment leaves the row need the checked loads.
   const bool check_columns = !pad && packed_border_share(d, owb) > 0;
+  // With a padded copy the copy carries the fused channel scale; without, the kernel applies it.
   std::string opts = "-DOCB=" + std::to_string(ocb) + " -DOWB=" + std::to_string(owb) +
                      (ocv > 1 ? " -DOCV=" + std::to_string(ocv) : "") + (check_columns ? " -DCHECK_COLUMNS" : "") +
-                     window_defines(d.k3, d.st3, d.d3) + a.tail;
+                     window_defines(d.k3, d.st3, d.d3) + a.tail + (pad ? "" : a.scale_opts);
   cl_mem wp = packed_weights(ctx, d, ocb * ocv, &opts);
   const bool rows_first = (p.count("order") ? p.at("order") : packed_default_order(d)) == 1;
   size_t g0 = static_cast<size_t>(blocks), g2 = static_cast<size_t>(d.s.N * d.s.G * out3[0] * out3[1]);
@@ -575,21 +617,14 @@ void packed_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
     // Every column any work-item reads, the last block's past the output row included (those
     // pixels are computed but not stored), exists in the copy: zeros around the row.
     const int64_t padded = std::max(d.pb3[2] + in3[2], (ow_blocks * owb - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1);
-    const int64_t rows = d.s.N * d.s.C * in3[0] * in3[1];
-    if (rows * padded > INT_MAX) ctx.unsupported("a padded conv input beyond 2^31 elements is not supported");
-    const Operand xp = ctx.workspace(ctx.input(0).dtype, {rows, padded});
-    const int64_t per_item = std::max<int64_t>(1, rows / 256);
-    ctx.launch("pad", "pad_rows", word_option(ctx, ctx.input(0).dtype),
-               {static_cast<size_t>((rows + per_item - 1) / per_item)}, {1}, a.x, xp.mem, i32(rows), i32(in3[2]),
-               i32(padded), i32(d.pb3[2]), i32(per_item));
-    x = xp.mem;
+    x = padded_input(ctx, d, a, padded);
     width = padded;
     pad_w = 0;
   }
   ctx.launch("conv", "conv_f32_packed", opts, {g0, static_cast<size_t>(ow_blocks), g2},
              {1, 1, 1}, x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(in3[0]), i32(in3[1]), i32(width),
              i32(d.M_g), i32(out3[0]), i32(out3[1]), i32(out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]),
-             i32(d.pb3[1]), i32(pad_w), a.lo, a.hi, i32(rows_first ? 1 : 0));
+             i32(d.pb3[1]), i32(pad_w), a.lo, a.hi, i32(rows_first ? 1 : 0), a.scale, a.scale_n);
 }
 
 // tiled: the GPU-shaped implicit GEMM (kernels/conv_tiled.cl), per image and group
@@ -614,14 +649,14 @@ void tiled_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& v) {
   const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
   const std::string opts = "-DTS=" + std::to_string(ts) + " -DRM=" + std::to_string(rm) + " -DRN=" +
                            std::to_string(rn) + " -DTK=" + std::to_string(v.at("tk")) +
-                           window_defines(d.k3, d.st3, d.d3) + a.tail;
+                           window_defines(d.k3, d.st3, d.d3) + a.tail + a.scale_opts;
   const size_t wx = static_cast<size_t>(ts / rn), wy = static_cast<size_t>(ts / rm);
   ctx.launch("conv_tiled", "conv_f32_tiled", opts,
              {static_cast<size_t>((P + ts - 1) / ts) * wx, static_cast<size_t>((d.M_g + ts - 1) / ts) * wy,
               static_cast<size_t>(d.s.N * d.s.G)},
              {wx, wy, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]),
              i32(d.in3[2]), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G), i32(d.pb3[0]),
-             i32(d.pb3[1]), i32(d.pb3[2]));
+             i32(d.pb3[1]), i32(d.pb3[2]), a.scale, a.scale_n);
 }
 
 std::string dims3(const std::array<int64_t, 3>& a) {
@@ -633,7 +668,7 @@ std::string conv_key(const ConvDesc& d) {
   return "n" + std::to_string(d.s.N) + " c" + std::to_string(d.s.C) + " m" + std::to_string(d.s.M) + " g" +
          std::to_string(d.s.G) + " in" + dims3(d.in3) + " k" + dims3(d.k3) + " s" + dims3(d.st3) + " d" +
          dims3(d.d3) + " p" + dims3(d.pb3) + " out" + dims3(d.out3) + (d.has_bias ? " bias" : "") +
-         (d.const_weights ? "" : " wrun");
+         (d.const_weights ? "" : " wrun") + (d.scaled ? " scaled" : "");
 }
 
 // winograd: F(2x2, 3x3) for 3x3, stride 1, dilation 1, one group, constant weights
@@ -641,7 +676,7 @@ std::string conv_key(const ConvDesc& d) {
 // transformed at plan time, an output transform with the epilogue. 2.25x fewer multiplies than
 // the direct conv, for a scratch of 16 x tiles x (C + M) floats.
 bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
-  return d.const_weights && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
+  return d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
          d.st3[2] == 1 && d.d3[1] == 1 && d.d3[2] == 1;
 }
 // Not a default anywhere yet: on the Xeon's PoCL, resnet18's layer1 conv takes 0.5 ms in the 16

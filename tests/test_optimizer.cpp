@@ -186,6 +186,67 @@ TEST(Optimizer, FusesResidualAddThenActivation) {
   EXPECT_EQ(r.ops, (std::vector<std::string>{"Conv+Relu", "Conv+Add+Relu"}));
 }
 
+// Squeeze-and-excitation: a per-channel Mul(x, s) feeding a Conv becomes the conv's input scale
+// (fuse_channel_scale): the 1x1 conv (pointwise kernel), a padded 3x3 conv (packed: the padded copy
+// carries the scale), a short-reduction conv on wide rows (pixvec), s as [N, C, 1, 1] per image,
+// [1, C, 1, 1] and [C, 1, 1], Mul(s, x) as well as Mul(x, s); every conv variant that applies,
+// forced. Not fused: a Mul read by something else too, a grouped conv, a scale that varies over
+// the rows.
+TEST(Optimizer, FoldsPerChannelScaleIntoTheNextConv) {
+  std::mt19937 rng(21);
+  const int64_t C = 8;
+  for (int64_t N : {1, 2}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {N, C, 9, 20}).output("y1").output("y2").output("y3").output("y4").output("y5");
+    m.initializer("we", conv_weight(rng, C, C, 1)).initializer("wse", conv_weight(rng, C, C, 1));
+    m.initializer("w1", conv_weight(rng, 6, C, 1)).initializer("w3", conv_weight(rng, 5, C, 3));
+    m.initializer("wv", conv_weight(rng, 16, C, 3)).initializer("b1", random_tensor({6}, rng));
+    m.initializer("sc", random_tensor({C, 1, 1}, rng, 0.5f, 1.5f));
+    m.node("Conv", {"x", "we"}, {"e"});
+    m.node("Sigmoid", {"e"}, {"r"});  // the tensor being scaled
+    m.node("GlobalAveragePool", {"r"}, {"g"});
+    m.node("Conv", {"g", "wse"}, {"gs"});
+    m.node("Sigmoid", {"gs"}, {"s"});  // [N, C, 1, 1], one scale per image and channel
+    m.node("Mul", {"r", "s"}, {"m1"});
+    m.node("Conv", {"m1", "w1", "b1"}, {"y1"});  // pointwise
+    m.node("Mul", {"s", "r"}, {"m3"});
+    attr_ints(m.node("Conv", {"m3", "w3"}, {"y2"}), "pads", {1, 1, 1, 1});  // packed, padded copy
+    m.node("Mul", {"r", "sc"}, {"mv"});
+    attr_ints(m.node("Conv", {"mv", "wv"}, {"y3"}), "pads", {1, 2, 1, 0});  // constant [C, 1, 1] scale
+    m.node("Mul", {"r", "s"}, {"m4"});  // read twice: stays
+    m.node("Conv", {"m4", "w1"}, {"y5"});
+    m.node("Add", {"m4", "r"}, {"a4"});
+    m.node("ReduceSum", {"a4"}, {"y4"});
+    const Tensor x = random_tensor({N, C, 9, 20}, rng);
+    auto r = check_same(m, {{"x", x}});
+    int fused = 0;
+    for (auto& ops : r.ops) fused += ops == "Mul+Conv";
+    EXPECT_EQ(fused, 3) << r.graph_json;
+    for (const char* force : {"conv=packed:pad=0", "conv=packed:pad=1", "conv=tiled", "conv=pixvec", "conv=pointwise"}) {
+      std::string b = m.bytes();
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = force;
+      auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+      auto got = s.run({{"x", x}});
+      auto want = run(m, {{"x", x}}, 0).out;
+      for (auto& [name, t] : want) EXPECT_LE(rel_error(got.at(name), t), 1e-5) << name << " with " << force;
+    }
+  }
+  // Not fused: a grouped conv; a scale that varies along the rows.
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, C, 6, 6}).output("y1").output("y2");
+  m.initializer("wg", conv_weight(rng, C, C / 2, 3)).initializer("w", conv_weight(rng, 4, C, 1));
+  m.initializer("s", random_tensor({1, C, 1, 1}, rng)).initializer("rows", random_tensor({1, C, 6, 1}, rng));
+  m.node("Mul", {"x", "s"}, {"m1"});
+  auto& g = m.node("Conv", {"m1", "wg"}, {"y1"});
+  attr_i(g, "group", 2);
+  attr_ints(g, "pads", {1, 1, 1, 1});
+  m.node("Mul", {"x", "rows"}, {"m2"});
+  m.node("Conv", {"m2", "w"}, {"y2"});
+  auto r = check_same(m, {{"x", random_tensor({1, C, 6, 6}, rng)}});
+  for (auto& ops : r.ops) EXPECT_NE(ops, "Mul+Conv") << r.graph_json;
+}
+
 TEST(Optimizer, MatMulBiasAndActivationBecomeOneGemm) {
   std::mt19937 rng(11);
   ModelBuilder m(13);

@@ -26,6 +26,7 @@ const PassRow kPasses[] = {
     {"fuse_matmul_bias", pass_fuse_matmul_bias},
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},
+    {"fuse_channel_scale", pass_fuse_channel_scale},
 };
 
 }  // namespace
