@@ -362,7 +362,7 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
 bool dwg_applies(const ConvDesc& d, const DeviceCaps& c) {
   return c.max_work_group_size >= 16 && d.C_g == 1 && d.s.G > 1 && d.s.w.rank() <= 2 && !d.scaled;
 }
-bool dwg_preferred(const ConvDesc&, const DeviceCaps& c) { return !c.is_cpu(); }
+bool dwg_preferred(const ConvDesc&, const DeviceCaps& c) { return !c.cpu_shaped(); }
 bool dwg_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& p) {
   const int wx = p.at("wx"), wy = p.at("wy");
   return wx >= 1 && wy >= 1 && static_cast<size_t>(wx * wy) <= c.max_work_group_size;
@@ -396,7 +396,7 @@ bool pw_applies(const ConvDesc& d, const DeviceCaps&) { return d.pointwise && d.
 // skylake-avx512, PoCL 3.1: 1 : 1.33 : 1.45 for pxv 1, 2, 3) but waste more on the last, partly
 // overlapping block (7x7 = 49 pixels: 3 vectors compute 96). Picks the least estimated time.
 int pw_default_pxv(int64_t pixels, const DeviceCaps& c) {
-  if (!c.is_cpu() || c.native_vector_width_float < 16) return 1;
+  if (!c.cpu_shaped() || c.native_vector_width_float < 16) return 1;
   static const double kSpeed[] = {1.0, 1.33, 1.45};
   int best = 1;
   double best_cost = 0;
@@ -469,7 +469,7 @@ bool pv_applies(const ConvDesc& d, const DeviceCaps&) {
 // (mobilenet_v2, efficientnet_b0) the same within noise. resnet18's 7x7 stem (K = 147) was 8-28 %
 // slower than packed (seven overlapping unaligned loads per row and vector; AMD EPYC Zen 5).
 bool pv_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return c.is_cpu() && d.C_g * d.k3[0] * d.k3[1] * d.k3[2] <= 160 && d.k3[2] <= 3 && d.M_g >= 8;
+  return c.cpu_shaped() && d.C_g * d.k3[0] * d.k3[1] * d.k3[2] <= 160 && d.k3[2] <= 3 && d.M_g >= 8;
 }
 
 VariantParams pv_defaults(const ConvDesc& d, const DeviceCaps& c) {
@@ -529,7 +529,7 @@ int packed_default_order(const ConvDesc& d) {
 // resnet18 on an Intel Xeon (skylake-avx512, PoCL 3.1): convs 32.2 -> 21.6 ms, every layer
 // faster (the 7x7 stem 2.26 -> 1.57 ms); 4 vectors x 6 pixels and 3 x 6 were slower than 2 x 8.
 int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
-  return c.is_cpu() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb ? 2 : 1;
+  return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb ? 2 : 1;
 }
 
 // Pixels per work-item: 8, or 7 or 6 where they cover the row with fewer padded pixels and the
@@ -633,7 +633,7 @@ bool tiled_applies(const ConvDesc& d, const DeviceCaps& c) {
   return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
 }
 // GPUs, except depthwise convs (one input channel per group: a GEMM with M = 1 wastes the tile).
-bool tiled_preferred(const ConvDesc& d, const DeviceCaps& c) { return !c.is_cpu() && !(d.C_g == 1 && d.s.G > 1); }
+bool tiled_preferred(const ConvDesc& d, const DeviceCaps& c) { return !c.cpu_shaped() && !(d.C_g == 1 && d.s.G > 1); }
 
 bool tiled_valid(const ConvDesc&, const DeviceCaps& c, const VariantParams& v) {
   return tiled_params_fit(c, v);

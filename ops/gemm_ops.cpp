@@ -62,7 +62,7 @@ VariantParams packed_defaults(const GemmProblem& p, const DeviceCaps& c) {
   // 6 x 32 keeps 12 accumulators in registers; a single-vector row leaves room for more rows.
   // With 16-float native vectors (AVX-512: 32 registers) 8 x 32 fits: convnext_tiny's MatMuls
   // 3-15 % faster than 6 x 32 on an Intel Xeon (skylake-avx512, PoCL 3.1), 4 x 32 slower.
-  mr = nv == 2 ? (c.is_cpu() && c.native_vector_width_float >= 16 ? 8 : 6) : 8;
+  mr = nv == 2 ? (c.cpu_shaped() && c.native_vector_width_float >= 16 ? 8 : 6) : 8;
   if (M < mr) mr = M <= 2 ? static_cast<int>(std::max<int64_t>(M, 1)) : (M <= 4 ? 4 : 6);
   return {{"mr", mr}, {"vw", vw}, {"nv", nv}};
 }
@@ -126,7 +126,7 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
 // tiled: the GPU-shaped product (kernels/gemm_tiled.cl): TS x TS tiles per work-group of
 // (TS/RN) x (TS/RM) work-items, TK-deep slices staged in local memory, B read in place.
 bool tiled_applies(const GemmProblem&, const DeviceCaps& c) { return c.max_work_group_size >= 16; }
-bool tiled_preferred(const GemmProblem&, const DeviceCaps& c) { return !c.is_cpu(); }
+bool tiled_preferred(const GemmProblem&, const DeviceCaps& c) { return !c.cpu_shaped(); }
 
 bool tiled_valid(const GemmProblem&, const DeviceCaps& c, const VariantParams& v) {
   return tiled_params_fit(c, v);

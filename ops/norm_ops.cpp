@@ -182,7 +182,7 @@ void group_run(BuildContext& ctx, const NormRowsDesc& d, const VariantParams& p)
 bool serial_applies(const NormRowsDesc& d, const DeviceCaps&) { return d.contiguous(); }
 bool serial_preferred(const NormRowsDesc& d, const DeviceCaps& c) {
   // Enough rows to fill the device with one work-item each, rows short enough for one work-item.
-  return c.is_cpu() && d.g.n_out >= 16 * static_cast<int64_t>(c.compute_units) && d.g.n_red <= 65536;
+  return c.cpu_shaped() && d.g.n_out >= 16 * static_cast<int64_t>(c.compute_units) && d.g.n_red <= 65536;
 }
 VariantParams serial_defaults(const NormRowsDesc&, const DeviceCaps&) { return {{"local", 16}}; }
 bool serial_valid(const NormRowsDesc&, const DeviceCaps& c, const VariantParams& p) {

@@ -123,7 +123,7 @@ bool plane_applies(const PoolDesc& d, const DeviceCaps&) {
       return false;
   return true;
 }
-bool plane_preferred(const PoolDesc&, const DeviceCaps& c) { return c.is_cpu(); }
+bool plane_preferred(const PoolDesc&, const DeviceCaps& c) { return c.cpu_shaped(); }
 VariantParams plane_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
 void plane_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
   const int64_t plane = static_cast<int64_t>(d.geom[0]) * d.geom[1] * d.geom[2];

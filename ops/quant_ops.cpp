@@ -545,7 +545,7 @@ void qpacked_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) 
 bool qtiled_applies(const QConvDesc& d, const DeviceCaps& c) {
   return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
 }
-bool qtiled_preferred(const QConvDesc& d, const DeviceCaps& c) { return !c.is_cpu() && !(d.C_g == 1 && d.s.G > 1); }
+bool qtiled_preferred(const QConvDesc& d, const DeviceCaps& c) { return !c.cpu_shaped() && !(d.C_g == 1 && d.s.G > 1); }
 bool qtiled_valid(const QConvDesc&, const DeviceCaps& c, const VariantParams& v) { return tiled_params_fit(c, v); }
 VariantParams qtiled_defaults(const QConvDesc& d, const DeviceCaps& c) {
   return tiled_params_default(c, d.M_g >= 64 && product_of(d.s.w.out) >= 64);
@@ -715,7 +715,7 @@ void qmm_packed_run(BuildContext& ctx, const QMatMulDesc& d, const VariantParams
 
 // tiled: the GPU-shaped product on local-memory tiles (kernels/tiled.cl).
 bool qmm_tiled_applies(const QMatMulDesc&, const DeviceCaps& c) { return c.max_work_group_size >= 16; }
-bool qmm_tiled_preferred(const QMatMulDesc&, const DeviceCaps& c) { return !c.is_cpu(); }
+bool qmm_tiled_preferred(const QMatMulDesc&, const DeviceCaps& c) { return !c.cpu_shaped(); }
 bool qmm_tiled_valid(const QMatMulDesc&, const DeviceCaps& c, const VariantParams& v) { return tiled_params_fit(c, v); }
 VariantParams qmm_tiled_defaults(const QMatMulDesc& d, const DeviceCaps& c) {
   return tiled_params_default(c, d.s.M >= 64 && d.s.N >= 64 && d.s.K >= 64);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/backend/device_caps.hpp"
 #include "tests/model_builder.hpp"
 
 using namespace testing_util;
@@ -226,6 +227,33 @@ TEST(Tuning, ConcurrentTunersLeaveAWellFormedFile) {
   EXPECT_EQ(tuned_steps(r.plan_json), 2);
   EXPECT_LE(rel_error(r.y, n.reference), 1e-5);
   std::remove(path.c_str());
+}
+
+// Without tuning, the kernel shape follows the device: CPU-shaped kernels on CPUs whose driver asks
+// for explicit vectors, GPU-shaped ones elsewhere -- including a CPU driver that prefers a float
+// vector width of 1 (llvmpipe through rusticl maps work-items onto SIMD lanes).
+TEST(Tuning, UntunedKernelShapeFollowsTheDevice) {
+  oi::DeviceCaps c;
+  c.type = oi::DeviceClass::CPU;
+  c.preferred_vector_width_float = 16;  // PoCL on AVX-512
+  EXPECT_TRUE(c.cpu_shaped());
+  c.preferred_vector_width_float = 4;
+  EXPECT_TRUE(c.cpu_shaped());
+  c.preferred_vector_width_float = 1;  // llvmpipe
+  EXPECT_FALSE(c.cpu_shaped());
+  c.type = oi::DeviceClass::GPU;
+  for (uint32_t w : {1u, 4u}) {
+    c.preferred_vector_width_float = w;
+    EXPECT_FALSE(c.cpu_shaped());
+  }
+  // This machine's device: the log says which shape it gets, and the conv is planned accordingly.
+  const Net n = make_net();
+  const Outcome r = run(n, "off", false);
+  EXPECT_LE(rel_error(r.y, n.reference), 1e-5);
+  const bool cpu = r.log.find("; CPU-shaped kernels") != std::string::npos;
+  EXPECT_NE(cpu, r.log.find("; GPU-shaped kernels where they exist") != std::string::npos) << r.log;
+  const bool tiled = r.plan_json.find("\"family\": \"conv\", \"name\": \"tiled\"") != std::string::npos;
+  EXPECT_NE(cpu, tiled) << r.plan_json;
 }
 
 TEST(Tuning, BudgetStopsMeasuring) {

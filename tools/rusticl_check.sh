@@ -3,11 +3,12 @@
 # software device (Debian's mesa-opencl-icd; RUSTICL_ENABLE=llvmpipe), which has GPU-like limits
 # (work-groups up to 1024, 32 KiB local memory, 8-lane SIMD). Runs
 #   0. that ocl-infer refuses the device by default (its driver stops long loops early, see below);
-#   1. test_models with the GPU-shaped conv and gemm variants forced ($OCL_INFER_VARIANT), with
-#      OCL_INFER_ALLOW_LOOP_LIMIT=1;
+#   1. test_models with the default choice, with OCL_INFER_ALLOW_LOOP_LIMIT=1 (llvmpipe prefers a
+#      float vector width of 1, so the untuned choice takes the GPU-shaped variants there), and
+#      test_tuning (which checks that choice);
 #   2. test_variants (every variant of every family, forced in turn), and the pool, elementwise and
 #      activation suites (vector paths, inlined exp and erf, signed zeros);
-#   3. resnet18 per-inference time with the GPU-shaped family forced (wall clock: rusticl's event
+#   3. resnet18 per-inference time with the default choice (wall clock: rusticl's event
 #      timestamps are all zero).
 #
 #   tools/rusticl_check.sh [BUILD_DIR]       (installs mesa-opencl-icd when missing)
@@ -37,16 +38,17 @@ refused() {
 }
 run refused
 # ... unless told to run anyway: then only kernels whose loops stay short give right numbers. The
-# GPU-shaped conv and gemm loop over K/TK tiles; the CPU-shaped ones over all of K per work-item,
-# which resnet18's 256- and 512-channel 3x3 convs (K = 2304, 4608) take past the limit (their
-# results were wrong here; the variant suites' sizes stay under it).
+# GPU-shaped conv and gemm (the default here) loop over K/TK tiles; the CPU-shaped ones over all of
+# K per work-item, which resnet18's 256- and 512-channel 3x3 convs (K = 2304, 4608) take past the
+# limit (their results were wrong here when they were the default; the variant suites' sizes stay
+# under it).
 export OCL_INFER_ALLOW_LOOP_LIMIT=1
-OCL_INFER_VARIANT="conv=tiled;gemm=tiled" run "$build/tests/test_models"
+run "$build/tests/test_models"
+run "$build/tests/test_tuning"
 run "$build/tests/test_variants"
 for t in test_pool test_elementwise test_activations; do run "$build/tests/$t"; done
-echo "resnet18 on rusticl, GPU-shaped conv and gemm forced:"
-OCL_INFER_VARIANT="conv=tiled:ts=32,rm=2,rn=2,tk=16;gemm=tiled" "$build/ocl-infer" "$build/models/resnet18.onnx" \
-  --bench --iterations 3 --warmup 1 2>&1 | grep -E "latency|start-up"
+echo "resnet18 on rusticl, default kernel choice:"
+"$build/ocl-infer" "$build/models/resnet18.onnx" --bench --iterations 3 --warmup 1 2>&1 | grep -E "latency|start-up"
 rm -f /tmp/rusticl_check.$$.log
 echo "rusticl_check: $fail failed"
 [ $fail -eq 0 ]

@@ -218,7 +218,8 @@ std::string DeviceCaps::summary() const {
   if (fp64) s += ", fp64";
   if (subgroups) s += ", subgroups";
   if (integer_dot_product) s += ", int dot product";
-  return s + ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
+  s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
+  return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
 }
 
 DeviceCaps query_caps(cl_device_id d) {

@@ -37,6 +37,12 @@ struct DeviceCaps {
 
   bool has(const std::string& ext) const { return extensions.count(ext) != 0; }
   bool is_cpu() const { return type == DeviceClass::CPU; }
+  // Whether the untuned kernel choice takes the CPU-shaped variants (a work-item is a register
+  // block of explicit vectors, work-groups of one work-item): on CPU devices whose driver asks for
+  // explicit vectors (a preferred float vector width above 1, as PoCL's 4-16). A CPU driver that
+  // prefers width 1 maps work-items onto its SIMD lanes the way GPUs do (Mesa's llvmpipe through
+  // rusticl: 8 lanes, of which the CPU-shaped kernels used one), so it gets the GPU-shaped ones.
+  bool cpu_shaped() const { return is_cpu() && preferred_vector_width_float > 1; }
   // The 1-D work-group size for simple one-element-per-work-item kernels (elementwise, copies):
   // 64, within the device's limit.
   size_t linear_local() const;
