@@ -1,0 +1,132 @@
+// What one kernel boundary costs on an OpenCL device: a chain of N short kernels on one in-order
+// queue against the same work as one launch. On PoCL each boundary wakes the worker threads that
+// went to sleep when the previous kernel ran out of work-groups; in a VM that costs 10-20 us, which
+// is what separates a small model's kernel sum from its end-to-end latency (see the README,
+// "Speed").
+//
+//   launch_overhead [--device N] [--groups G] [--launches N] [--iters K]
+//
+// Devices are numbered as `ocl-infer --list-devices` numbers them (platforms in order, then their
+// devices). Each figure is the minimum over 30 repetitions, in microseconds.
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+// A busy loop of K dependent FMAs per work-item, whose result is stored (nothing is dead).
+const char* kSource =
+    "__kernel void spin(__global float* y, int iters) {\n"
+    "  float a = (float)get_global_id(0), b = 1.0001f;\n"
+    "  for (int i = 0; i < iters; ++i) { a = fma(a, b, 0.5f); b = fma(b, 0.9999f, 0.0001f); }\n"
+    "  y[get_global_id(0)] = a + b;\n"
+    "}\n";
+
+[[noreturn]] void die(const std::string& what, cl_int err) {
+  std::fprintf(stderr, "launch_overhead: %s failed (OpenCL error %d)\n", what.c_str(), err);
+  std::exit(1);
+}
+
+void check(cl_int err, const char* what) {
+  if (err != CL_SUCCESS) die(what, err);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int device_index = 0, launches = 50, iters = 600;
+  size_t groups = 64;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> long {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "launch_overhead: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (!end || *end || v < 0 || v > 100000000) {
+        std::fprintf(stderr, "launch_overhead: %s: '%s' is not a count\n", a.c_str(), argv[i]);
+        std::exit(2);
+      }
+      return v;
+    };
+    if (a == "--device") device_index = static_cast<int>(value());
+    else if (a == "--groups") groups = static_cast<size_t>(std::max(1L, value()));
+    else if (a == "--launches") launches = static_cast<int>(std::max(2L, value()));
+    else if (a == "--iters") iters = static_cast<int>(value());
+    else {
+      std::fprintf(stderr, "usage: launch_overhead [--device N] [--groups G] [--launches N] [--iters K]\n");
+      return 2;
+    }
+  }
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) {
+    std::fprintf(stderr, "launch_overhead: no OpenCL platform\n");
+    return 1;
+  }
+  std::vector<cl_platform_id> platforms(np);
+  check(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
+  std::vector<cl_device_id> devices;
+  for (cl_platform_id p : platforms) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+    std::vector<cl_device_id> d(nd);
+    check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, d.data(), nullptr), "clGetDeviceIDs");
+    devices.insert(devices.end(), d.begin(), d.end());
+  }
+  if (device_index < 0 || device_index >= static_cast<int>(devices.size())) {
+    std::fprintf(stderr, "launch_overhead: no device %d (%zu devices)\n", device_index, devices.size());
+    return 1;
+  }
+  cl_device_id dev = devices[device_index];
+  char name[256] = {};
+  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+  cl_int err = CL_SUCCESS;
+  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+  check(err, "clCreateContext");
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+  check(err, "clCreateCommandQueue");
+  cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
+  check(err, "clCreateProgramWithSource");
+  check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
+  cl_kernel k = clCreateKernel(prog, "spin", &err);
+  check(err, "clCreateKernel");
+  cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(float) * groups * launches, nullptr, &err);
+  check(err, "clCreateBuffer");
+  check(clSetKernelArg(k, 0, sizeof y, &y), "clSetKernelArg");
+  check(clSetKernelArg(k, 1, sizeof iters, &iters), "clSetKernelArg");
+  // Minimum wall time of `n` launches of `g` work-groups of one work-item, then clFinish.
+  auto run = [&](size_t g, int n) {
+    double best = 1e30;
+    for (int r = 0; r < 30; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const size_t local = 1;
+      for (int i = 0; i < n; ++i)
+        check(clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, &local, 0, nullptr, nullptr), "clEnqueueNDRangeKernel");
+      check(clFinish(q), "clFinish");
+      best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  run(groups * launches, 1);  // code generation and warm-up
+  const double one = run(groups, 1), chain = run(groups, launches), fused = run(groups * launches, 1);
+  std::printf("device %d: %s\n", device_index, name);
+  std::printf("%zu work-groups x %d FMA pairs per kernel: one launch %.1f us; %d launches in a row %.1f us "
+              "(%.1f per launch); the same work as one launch %.1f us\n",
+              groups, iters, one, launches, chain, chain / launches, fused);
+  std::printf("cost of a kernel boundary: %.1f us\n", (chain - fused) / (launches - 1));
+  clReleaseMemObject(y);
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  return 0;
+}
