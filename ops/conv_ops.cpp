@@ -438,6 +438,20 @@ bool pw_applies_with_defaults(const ConvDesc& d, const DeviceCaps& c) {
   return pw_applies(d, c) && pw_valid(d, c, pw_defaults(d, c));
 }
 
+// On planes of at most 64 pixels (7x7, 8x8) the pointwise kernel's pixel vectors overhang the
+// plane (49 pixels: two 32-pixel blocks compute 64) while `packed`, a row of 7 pixels x 32
+// channels per work-item, wastes nothing; but `packed` stores lane by lane, which only long
+// reductions hide. Inside their models (AMD EPYC Zen 5, PoCL 3.1, per-node minima), `packed` ran
+// resnet50's layer4 1x1 convs (2048 -> 512, 512 -> 2048) 20-27 % and mobilenet_v2's 960 -> 160
+// projections 15-18 % faster, but expansions with 160-320 input channels (160 -> 960,
+// 320 -> 1280) 4-20 % slower: hence 512 input channels or more. Not with a fused input scale
+// (`packed` multiplies every input value it broadcasts: efficientnet_b0's 672 -> 192 projection
+// 15 % slower). Kept to CPU devices with 16-lane vectors, where that register block is the default.
+bool pw_preferred(const ConvDesc& d, const DeviceCaps& c) {
+  return !(c.cpu_shaped() && c.native_vector_width_float >= 16 && product(d.s.w.in) <= 64 && d.C_g >= 512 &&
+           d.M_g >= 32 && !d.scaled);
+}
+
 void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const ConvArgs a = conv_args(ctx, d, true);
   const int ocb = p.at("ocb"), pxb = p.at("pxb"), pxv = p.at("pxv");
@@ -755,7 +769,7 @@ const KernelFamily<ConvDesc>& conv_family() {
            dw_applies, dw_valid, dw_defaults, dw_run},
           {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
            {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2, 3}}, {"order", {0, 1}}},
-           pw_applies_with_defaults, pw_valid, pw_defaults, pw_run},
+           pw_applies_with_defaults, pw_valid, pw_defaults, pw_run, pw_preferred},
           {"pixvec", "short reductions (3-channel stems), stride <= 2: OCB channels x PXV 16-pixel vectors of a row",
            {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, pv_run, pv_preferred},
           {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
