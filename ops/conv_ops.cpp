@@ -444,12 +444,16 @@ bool pw_applies_with_defaults(const ConvDesc& d, const DeviceCaps& c) {
 // reductions hide. Inside their models (AMD EPYC Zen 5, PoCL 3.1, per-node minima), `packed` ran
 // resnet50's layer4 1x1 convs (2048 -> 512, 512 -> 2048) 20-27 % and mobilenet_v2's 960 -> 160
 // projections 15-18 % faster, but expansions with 160-320 input channels (160 -> 960,
-// 320 -> 1280) 4-20 % slower: hence 512 input channels or more. Not with a fused input scale
+// 320 -> 1280) 4-20 % slower: hence 512 input channels or more. At 14x14 (196 pixels, three
+// 48-pixel blocks and an overhanging fourth) the same held from 1024 input channels: resnet50's
+// 1024 -> 256 convs 10-12 %, its and densenet121's 1024 -> 512 ones 19 % faster as `packed`
+// (256 -> 1024 was 13-16 % slower). Not with a fused input scale
 // (`packed` multiplies every input value it broadcasts: efficientnet_b0's 672 -> 192 projection
 // 15 % slower). Kept to CPU devices with 16-lane vectors, where that register block is the default.
 bool pw_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return !(c.cpu_shaped() && c.native_vector_width_float >= 16 && product(d.s.w.in) <= 64 && d.C_g >= 512 &&
-           d.M_g >= 32 && !d.scaled);
+  const int64_t pixels = product(d.s.w.in);
+  const bool packed_better = pixels <= 64 ? d.C_g >= 512 : pixels <= 196 && d.C_g >= 1024;
+  return !(c.cpu_shaped() && c.native_vector_width_float >= 16 && packed_better && d.M_g >= 32 && !d.scaled);
 }
 
 void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
