@@ -557,6 +557,11 @@ int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
 // faster than 7 without it. Rows narrower than 8 take their width.
 int packed_default_owb(int64_t width, int64_t reduction) {
   if (width <= 8) return static_cast<int>(width);
+  // Rows that 7 divides and 8 does not (14, 28): blocks of 7 fit exactly, so no partial block
+  // and no padded input copy (one launch less), and the program is the one the model's 7- and
+  // 14-wide convs use already (one kernel less for PoCL to generate at the first run: resnet18's
+  // 14-wide 1x1 stride-2 conv took its own 0.5 s). Per launch the same within noise (Zen 5).
+  if (width % 8 != 0 && width % 7 == 0) return 7;
   if (reduction < 512) return 8;
   int best = 8;
   for (int owb : {7, 6})
