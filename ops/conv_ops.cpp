@@ -559,13 +559,22 @@ int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
 // resnet18's layer2/layer3 convs 5-30 % faster on the Xeon). With short reductions 8 stays: its
 // blocks are stored through the transpose, which made squeezenet's 27-wide convs (K = 288) 20 %
 // faster than 7 without it. Rows narrower than 8 take their width.
-int packed_default_owb(int64_t width, int64_t reduction) {
-  if (width <= 8) return static_cast<int>(width);
+//
+// `wide` (two 16-channel vectors per work-item on a device with 32 vector registers, and at most
+// 3 taps per row): up to 13 pixels, 26 accumulators, still fit; rows of at most 13 pixels then
+// take their width, and rows that 8 does not divide but one of 9-13 does take that (squeezenet1_1's
+// 13-wide 3x3 convs 9-18 % faster per launch as one 13-pixel block than as blocks of 7 or 8, its
+// 27-wide ones 8-9 % as three blocks of 9 than as four of 8; AMD EPYC Zen 5, PoCL 3.1).
+int packed_default_owb(int64_t width, int64_t reduction, bool wide) {
+  if (width <= (wide ? 13 : 8)) return static_cast<int>(width);
   // Rows that 7 divides and 8 does not (14, 28): blocks of 7 fit exactly, so no partial block
   // and no padded input copy (one launch less), and the program is the one the model's 7- and
   // 14-wide convs use already (one kernel less for PoCL to generate at the first run: resnet18's
   // 14-wide 1x1 stride-2 conv took its own 0.5 s). Per launch the same within noise (Zen 5).
   if (width % 8 != 0 && width % 7 == 0) return 7;
+  if (wide && width % 8 != 0)
+    for (int owb = 13; owb >= 9; --owb)
+      if (width % owb == 0) return owb;
   if (reduction < 512) return 8;
   int best = 8;
   for (int owb : {7, 6})
@@ -603,11 +612,12 @@ int packed_default_pad(const ConvDesc& d, int owb) {
 
 VariantParams packed_defaults(const ConvDesc& d, const DeviceCaps& c) {
   const int ocb = channel_block(d.M_g);
-  const int owb = packed_default_owb(packed_out3(d)[2], d.C_g * d.k3[0] * d.k3[1] * d.k3[2]);
+  const int ocv = packed_default_ocv(d, c, ocb);
+  const int owb = packed_default_owb(packed_out3(d)[2], d.C_g * d.k3[0] * d.k3[1] * d.k3[2], ocv == 2 && d.k3[2] <= 3);
   return {{"ocb", ocb},
           {"owb", owb},
           {"order", packed_default_order(d)},
-          {"ocv", packed_default_ocv(d, c, ocb)},
+          {"ocv", ocv},
           {"pad", packed_default_pad(d, owb)}};
 }
 

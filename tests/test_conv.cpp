@@ -171,6 +171,44 @@ TEST(Conv, MatchesReference1DAnd3D) {
 // numbers (the same FMAs with the same zeros), and the reference's, on padded, strided, dilated,
 // grouped, batched, 1-D and 3-D geometries, rows narrower than a block and partial last blocks.
 // Two convs of different input sizes in one plan share the workspace.
+// Rows of 9-13 pixels as one block and rows that one of 9-13 divides (27, 26, 39): the default
+// pixel block on devices with 32 vector registers (packed_default_owb). Whatever the block, each
+// output sums the same products in the same order: bit-identical to 8-pixel blocks, and the
+// reference.
+TEST(Conv, PackedWideBlocksMatchReference) {
+  std::mt19937 rng(17);
+  const std::vector<ConvCase> cases = {
+      {1, 20, 40, 1, {4, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 20, 40, 1, {3, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {1, 20, 40, 1, {3, 27}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {2, 18, 33, 1, {5, 26}, {3, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}},  // partial channel vector
+      {1, 20, 40, 1, {5, 54}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},  // stride 2 -> 27 wide
+      {1, 60, 36, 1, {3, 39}, {1, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}},
+      {1, 20, 64, 1, {4, 11}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // 9 wide, unpadded
+  };
+  for (const ConvCase& c : cases) {
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+    Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+    ModelBuilder m;
+    m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
+    auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    const Tensor ref = conv_reference(c, x, w, &b);
+    ocl_infer::SessionOptions eight;
+    eight.kernel_variants = "conv=packed:owb=8";
+    auto heuristic = open_session(m, {});
+    const Tensor a = heuristic.run({{"x", x}}).at("y"), e = open_session(m, eight).run({{"x", x}}).at("y");
+    const std::string what = ocl_infer::shape_to_string(xs) + " " + heuristic.dump("plan");
+    EXPECT_LE(rel_error(a, ref), fp16_mode() ? 2e-3 : 1e-4) << what;
+    if (heuristic.dump("plan").find("conv=packed") != std::string::npos) {
+      EXPECT_EQ(a.bytes, e.bytes) << what;
+    }
+  }
+}
+
 TEST(Conv, PackedPaddedCopyMatchesCheckedPath) {
   std::mt19937 rng(13);
   const std::vector<ConvCase> cases = {
