@@ -187,6 +187,15 @@ inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0,
 #endif
 #endif
 #ifdef ROWS_VEC_ON
+// The input row of window row h. With undilated rows, a window row in the plane's top or bottom
+// padding reads the nearest row of the plane instead, which is another row of the same window: a
+// repeated tap changes no maximum, and the first tap read is then the window's first valid one, as
+// on the per-output path (so the top and bottom rows of a padded plane take the vector path too).
+#if WIN_DH == 1
+#define POOL_ROW(h) clamp((h), 0, H - 1)
+#else
+#define POOL_ROW(h) (h)
+#endif
 // Floats one vector load reads from a window column: 8 lanes, or 16 for the even lanes.
 #define ROW_LOAD (8 * WIN_SW)
 inline float8 row_load(const __global T* restrict q) {
@@ -200,14 +209,15 @@ inline float8 row_load(const __global T* restrict q) {
 // Outputs [ow, ow + 8) of the row, every window inside the input (rows and all loads).
 // Inlined by force: in a program bundle PoCL's LLVM left it (and pool_max_inside) as real calls,
 // and squeezenet1_1's MaxPools took 234 instead of 167 us (AMD EPYC Zen 4, PoCL 3.1).
-__attribute__((always_inline)) inline float8 pool_max_run8(const __global T* restrict x, int H,
-                                                           int W, int d0, int h0, int pw, int ow) {
+// `rows`: the window's input rows (kd * WIN_KH + kh), set once per output row (POOL_ROW).
+__attribute__((always_inline)) inline float8 pool_max_run8(const __global T* const* rows, int pw,
+                                                           int ow) {
   const int w0 = ow * WIN_SW - pw;
   float8 best = 0.0f;  // the first tap's value, below
   for (int kd = 0; kd < WIN_KD; ++kd) {
 #pragma unroll
     for (int kh = 0; kh < WIN_KH; ++kh) {
-      const __global T* xr = x + ((long)(d0 + kd * WIN_DD) * H + h0 + kh * WIN_DH) * W + w0;
+      const __global T* xr = rows[kd * WIN_KH + kh] + w0;
 #pragma unroll
       for (int kw = 0; kw < WIN_KW; ++kw) {
         const float8 v = row_load(xr + kw * WIN_DW);
@@ -222,15 +232,15 @@ __attribute__((always_inline)) inline float8 pool_max_run8(const __global T* res
 // outputs before a row's first vector run): only the columns are checked, in the per-output
 // path's tap order with its first-valid-tap rule, so that both give the same value. Inlined: as a
 // call, pool_max_one took ~40 % of resnet18's MaxPool for one output per row (AMD EPYC Zen 5).
-__attribute__((always_inline)) inline C pool_max_cols(const __global T* restrict x, int H, int W,
-                                                      int d0, int h0, int pw, int ow) {
+__attribute__((always_inline)) inline C pool_max_cols(const __global T* const* rows, int W, int pw,
+                                                      int ow) {
   const int w0 = ow * WIN_SW - pw;
   C best = T_LOWEST;
   bool any = false;
   for (int kd = 0; kd < WIN_KD; ++kd) {
 #pragma unroll
     for (int kh = 0; kh < WIN_KH; ++kh) {
-      const __global T* xr = x + ((long)(d0 + kd * WIN_DD) * H + h0 + kh * WIN_DH) * W;
+      const __global T* xr = rows[kd * WIN_KH + kh];
 #pragma unroll
       for (int kw = 0; kw < WIN_KW; ++kw) {
         const int iw = w0 + kw * WIN_DW;
@@ -247,16 +257,16 @@ __attribute__((always_inline)) inline C pool_max_cols(const __global T* restrict
 // Output ow of a row whose window lies inside the input (rows and columns): the taps without
 // bounds checks (the per-output path's clamps and flags made the one or two outputs at a row's
 // end cost as much as the row's vector runs).
-__attribute__((always_inline)) inline C pool_max_inside(const __global T* restrict x, int H, int W,
-                                                        int d0, int h0, int pw, int ow) {
-  const __global T* xr = x + ((long)d0 * H + h0) * W + ow * WIN_SW - pw;
-  C best = LD(S, xr, 0);
+__attribute__((always_inline)) inline C pool_max_inside(const __global T* const* rows, int pw, int ow) {
+  const int w0 = ow * WIN_SW - pw;
+  C best = LD(S, rows[0], w0);
   for (int kd = 0; kd < WIN_KD; ++kd) {
 #pragma unroll
     for (int kh = 0; kh < WIN_KH; ++kh) {
+      const __global T* xr = rows[kd * WIN_KH + kh] + w0;
 #pragma unroll
       for (int kw = 0; kw < WIN_KW; ++kw) {
-        const C v = LD(S, xr, ((long)kd * WIN_DD * H + kh * WIN_DH) * W + kw * WIN_DW);
+        const C v = LD(S, xr, kw * WIN_DW);
         best = v > best ? v : best;
       }
     }
@@ -276,26 +286,37 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
   __global YT* y = Y + ((long)nc * OD * OH + odh) * OW;
   int ow = 0;
 #ifdef ROWS_VEC_ON
+  // Rows the vector path can take: the window's depth inside the input, and its rows inside or,
+  // undilated, at least one of them inside (POOL_ROW).
+#if WIN_DH == 1
+  const bool rows_inside = d0 >= 0 && d0 + (WIN_KD - 1) * WIN_DD < D && h0 + WIN_KH - 1 >= 0 && h0 < H;
+#else
   const bool rows_inside = d0 >= 0 && d0 + (WIN_KD - 1) * WIN_DD < D && h0 >= 0 &&
                            h0 + (WIN_KH - 1) * WIN_DH < H;
+#endif
   if (rows_inside) {
+    const __global T* rows[WIN_KD * WIN_KH];
+    for (int kd = 0; kd < WIN_KD; ++kd)
+#pragma unroll
+      for (int kh = 0; kh < WIN_KH; ++kh)
+        rows[kd * WIN_KH + kh] = x + ((long)(d0 + kd * WIN_DD) * H + POOL_ROW(h0 + kh * WIN_DH)) * W;
     // Outputs before the first window that starts inside the row, one by one.
     const int first = min(OW, (pw + WIN_SW - 1) / WIN_SW);
-    for (; ow < first; ++ow) ST(YS, y, ow, pool_max_cols(x, H, W, d0, h0, pw, ow));
+    for (; ow < first; ++ow) ST(YS, y, ow, pool_max_cols(rows, W, pw, ow));
     // Vectors while the last tap's load stays inside the row: ow * SW <= lim.
     const int lim = W - ROW_LOAD - (WIN_KW - 1) * WIN_DW + pw;
     for (; ow + 8 <= OW && ow * WIN_SW <= lim; ow += 8)
-      STN(YS, 8, y + ow, 0, pool_max_run8(x, H, W, d0, h0, pw, ow));
+      STN(YS, 8, y + ow, 0, pool_max_run8(rows, pw, ow));
     // One more run moved left to end where the loads must stop (it overlaps the previous one and
     // writes the same values again), so that few outputs are left to the per-output path.
     const int last = lim >= 0 ? min(OW - 8, lim / WIN_SW) : -1;
     if (ow < OW && last >= first && last > ow - 8) {
-      STN(YS, 8, y + last, 0, pool_max_run8(x, H, W, d0, h0, pw, last));
+      STN(YS, 8, y + last, 0, pool_max_run8(rows, pw, last));
       ow = last + 8;
     }
     // The rest while their windows end inside the row.
     for (; ow < OW && ow * WIN_SW - pw + (WIN_KW - 1) * WIN_DW < W; ++ow)
-      ST(YS, y, ow, pool_max_inside(x, H, W, d0, h0, pw, ow));
+      ST(YS, y, ow, pool_max_inside(rows, pw, ow));
   }
 #endif
   for (; ow < OW; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));
