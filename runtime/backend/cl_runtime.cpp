@@ -564,6 +564,12 @@ bool ClRuntime::storing_binaries() {
     store_binaries_ = std::string(e) == "1";
     return store_binaries_ == 1;
   }
+  read_binary_policy();
+  if (store_binaries_ < 0) decide_binary_storage();
+  return store_binaries_ == 1;
+}
+
+void ClRuntime::read_binary_policy() {
   // One decision per device and driver, next to the entries it concerns.
   const std::string device_key = this->device_key();
   char hex[17];
@@ -574,8 +580,24 @@ bool ClRuntime::storing_binaries() {
   int v = -1;
   // "store-binaries 0|1 ..." (the rest of the line says why); anything else is measured again.
   if (f >> word >> v && word == "store-binaries" && (v == 0 || v == 1)) store_binaries_ = v;
-  if (store_binaries_ < 0) decide_binary_storage();
-  return store_binaries_ == 1;
+}
+
+void ClRuntime::decide_binary_storage_on(cl_program prog) {
+  if (cache_dir_.empty()) return;
+  if (const char* e = std::getenv("OCL_INFER_STORE_BINARIES"); e && (std::string(e) == "0" || std::string(e) == "1"))
+    return;  // storing_binaries() takes the override
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  if (store_binaries_ >= 0) return;
+  read_binary_policy();
+  if (store_binaries_ >= 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<unsigned char> bin;
+  const bool ok = read_back_binary(prog, &bin);
+  const double read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // This program's build included the driver's own start-up, so only the absolute time counts: a
+  // driver that kept what it compiled copies it out in well under 2 ms (rusticl: under 1 ms); PoCL
+  // compiles the kernel again (~40-70 ms).
+  record_binary_policy(ok ? read_ms : -1, -1, ok && read_ms <= 2.0);
 }
 
 void ClRuntime::decide_binary_storage() {
@@ -612,11 +634,16 @@ void ClRuntime::decide_binary_storage() {
   } catch (const std::exception&) {
     read_ms = -1;  // no probe, no stored binaries: the driver's own cache still works
   }
-  const bool fast = read_ms >= 0 && read_ms <= std::max(2.0, build_ms / 10);
+  record_binary_policy(read_ms, build_ms, read_ms >= 0 && read_ms <= std::max(2.0, build_ms / 10));
+}
+
+void ClRuntime::record_binary_policy(double read_ms, double build_ms, bool fast) {
   store_binaries_ = fast ? 1 : 0;
   char why[200];
   if (read_ms < 0)
     std::snprintf(why, sizeof why, "the driver gave no binary for a probe program");
+  else if (build_ms < 0)
+    std::snprintf(why, sizeof why, "reading the loop probe's binary back took %.1f ms", read_ms);
   else
     std::snprintf(why, sizeof why, "reading a probe program's binary back took %.1f ms, its build %.0f ms", read_ms,
                   build_ms);
@@ -666,7 +693,12 @@ void ClRuntime::check_loops() {
         "    for (int j = 0; j < m; ++j) s += v[1 + (j & 3)];\n"
         "  v[0] = s;\n"
         "}\n";
-    cl_program p = build_from_source(src, extra_build_options(), "loop-probe");
+    // A define no driver cache can know makes it a fresh build: the binary-storage decision below
+    // measures the binary's read-back, which a driver cache that kept an earlier read-back's result
+    // answers in 0.3 ms (PoCL), and the decision came out wrong.
+    const std::string nonce = std::to_string(getpid()) + "-" +
+                              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    cl_program p = build_from_source(src, extra_build_options() + " -DOCL_INFER_LOOP_PROBE=" + nonce, "loop-probe");
     std::string why;
     int ok = 1;
     try {
@@ -695,6 +727,12 @@ void ClRuntime::check_loops() {
     } catch (...) {
       clReleaseProgram(p);
       throw;
+    }
+    // The first session on a device decides binary storage on this program too (one probe build
+    // fewer in the first run: ~0.15 s on PoCL); errors leave it to the probe after the first build.
+    try {
+      decide_binary_storage_on(p);
+    } catch (const std::exception&) {
     }
     clReleaseProgram(p);
     if (ok) why = "a probe loop of 70000 iterations ran to the end";

@@ -167,6 +167,13 @@ class ClRuntime {
   // Measures, on a probe build of a small program, whether this driver hands out binaries
   // cheaply, and keeps the decision in policy_path_. Called with policy_mu_ held.
   void decide_binary_storage();
+  // The same decision measured on an already built probe program (the loop probe), by the time
+  // its binary takes to read back; nothing when there is no cache folder or a decision exists.
+  void decide_binary_storage_on(cl_program prog);
+  // policy_path_ and a decision read from it into store_binaries_. Called with policy_mu_ held.
+  void read_binary_policy();
+  // Sets store_binaries_, writes the decision file and logs why (build_ms < 0: not measured).
+  void record_binary_policy(double read_ms, double build_ms, bool fast);
 
   DeviceHandle dev_;
   cl_context context_ = nullptr;
