@@ -91,6 +91,28 @@ std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& 
   return a;
 }
 
+// A Conv of case c with constant weights and bias (drawn from rng in the order x, w, b).
+struct ConstConv {
+  ModelBuilder m;
+  Tensor x, w, b;
+};
+
+ConstConv const_conv(const ConvCase& c, std::mt19937& rng) {
+  const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+  ConstConv r;
+  r.x = random_tensor(xs, rng);
+  r.w = random_tensor(ws, rng);
+  r.b = random_tensor({c.M}, rng);
+  r.m.input("x", DType::Float32, xs).output("y").initializer("w", r.w).initializer("b", r.b);
+  auto& node = r.m.node("Conv", {"x", "w", "b"}, {"y"});
+  attr_ints(node, "kernel_shape", c.k);
+  attr_ints(node, "strides", c.s);
+  attr_ints(node, "dilations", c.d);
+  attr_i(node, "group", c.G);
+  attr_ints(node, "pads", c.pads);
+  return r;
+}
+
 // Runs the case with the weights (and bias) as initializers or as model inputs.
 void check_conv(const ConvCase& c, bool const_weights, std::mt19937& rng) {
   const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
@@ -187,16 +209,11 @@ TEST(Conv, PackedWideBlocksMatchReference) {
       {1, 20, 64, 1, {4, 11}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // 9 wide, unpadded
   };
   for (const ConvCase& c : cases) {
-    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
-    Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
-    ModelBuilder m;
-    m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
-    auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
-    attr_ints(node, "kernel_shape", c.k);
-    attr_ints(node, "strides", c.s);
-    attr_ints(node, "dilations", c.d);
-    attr_ints(node, "pads", c.pads);
-    const Tensor ref = conv_reference(c, x, w, &b);
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in);
+    ConstConv cc = const_conv(c, rng);
+    ModelBuilder& m = cc.m;
+    const Tensor& x = cc.x;
+    const Tensor ref = conv_reference(c, x, cc.w, &cc.b);
     ocl_infer::SessionOptions eight;
     eight.kernel_variants = "conv=packed:owb=8";
     auto heuristic = open_session(m, {});
@@ -223,17 +240,11 @@ TEST(Conv, PackedPaddedCopyMatchesCheckedPath) {
   int k = 0;
   for (const ConvCase& c : cases) {
     if (fp16_sampled_out(k++)) continue;
-    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
-    Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
-    ModelBuilder m;
-    m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
-    auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
-    attr_ints(node, "kernel_shape", c.k);
-    attr_ints(node, "strides", c.s);
-    attr_ints(node, "dilations", c.d);
-    attr_i(node, "group", c.G);
-    attr_ints(node, "pads", c.pads);
-    const Tensor ref = conv_reference(c, x, w, &b);
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in);
+    ConstConv cc = const_conv(c, rng);
+    ModelBuilder& m = cc.m;
+    const Tensor& x = cc.x;
+    const Tensor ref = conv_reference(c, x, cc.w, &cc.b);
     std::map<std::string, Tensor> got;
     for (const char* pad : {"0", "1"}) {
       ocl_infer::SessionOptions opt;
@@ -291,25 +302,17 @@ TEST(Conv, PixvecMatchesReference) {
     ++n;
     for (const char* params : {"", n % 2 ? ":pxv=3" : ":ocb=4,pxv=1"}) {
       if (fp16_sampled_out(k++)) continue;
-      const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+      const std::vector<int64_t> xs = concat({c.N, c.C}, c.in);
       std::vector<int64_t> out, pb;
       conv_out(c, &out, &pb);
       if (std::string(params) == ":pxv=3" && out.back() < 48) continue;  // rows of 48 pixels at least
-      Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
-      ModelBuilder m;
-      m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
-      auto& node = m.node("Conv", {"x", "w", "b"}, {"y"});
-      attr_ints(node, "kernel_shape", c.k);
-      attr_ints(node, "strides", c.s);
-      attr_ints(node, "dilations", c.d);
-      attr_i(node, "group", c.G);
-      attr_ints(node, "pads", c.pads);
+      const ConstConv cc = const_conv(c, rng);
       ocl_infer::SessionOptions opt;
       opt.kernel_variants = std::string("conv=pixvec") + params;
-      auto s = open_session(m, opt);
-      const Tensor got = s.run({{"x", x}}).at("y");
+      auto s = open_session(cc.m, opt);
+      const Tensor got = s.run({{"x", cc.x}}).at("y");
       EXPECT_NE(s.dump("plan").find("conv_f32_pixvec"), std::string::npos) << s.dump("plan");
-      EXPECT_LE(rel_error(got, conv_reference(c, x, w, &b)), 1e-4)
+      EXPECT_LE(rel_error(got, conv_reference(c, cc.x, cc.w, &cc.b)), 1e-4)
           << "pixvec" << params << " in " << ocl_infer::shape_to_string(xs);
     }
   }
