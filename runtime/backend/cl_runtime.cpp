@@ -557,11 +557,19 @@ void ClRuntime::store_binary(cl_program prog, const std::string& path, const std
   write_atomically(path, entry);
 }
 
+namespace {
+// $OCL_INFER_STORE_BINARIES: 1 or 0 overrides the measured decision; -1 when unset or neither.
+int store_binaries_override() {
+  const char* e = std::getenv("OCL_INFER_STORE_BINARIES");
+  return e && (std::string(e) == "0" || std::string(e) == "1") ? (e[0] == '1' ? 1 : 0) : -1;
+}
+}  // namespace
+
 bool ClRuntime::storing_binaries() {
   std::lock_guard<std::mutex> lock(policy_mu_);
   if (store_binaries_ >= 0) return store_binaries_ == 1;
-  if (const char* e = std::getenv("OCL_INFER_STORE_BINARIES"); e && (std::string(e) == "0" || std::string(e) == "1")) {
-    store_binaries_ = std::string(e) == "1";
+  if (const int o = store_binaries_override(); o >= 0) {
+    store_binaries_ = o;
     return store_binaries_ == 1;
   }
   read_binary_policy();
@@ -584,8 +592,7 @@ void ClRuntime::read_binary_policy() {
 
 void ClRuntime::decide_binary_storage_on(cl_program prog) {
   if (cache_dir_.empty()) return;
-  if (const char* e = std::getenv("OCL_INFER_STORE_BINARIES"); e && (std::string(e) == "0" || std::string(e) == "1"))
-    return;  // storing_binaries() takes the override
+  if (store_binaries_override() >= 0) return;  // storing_binaries() takes the override
   std::lock_guard<std::mutex> lock(policy_mu_);
   if (store_binaries_ >= 0) return;
   read_binary_policy();
