@@ -35,7 +35,10 @@
 //   -DHAS_BIAS                           add bias[output channel]
 //   -DIN_SCALE                           input channels multiplied by in_scale (a fused Mul)
 //   -DPAD_ROWS_SCALED                    conv_pad_rows_scaled (the padded copy with that scale)
-//   -DXS -DPS -DWS -DBS -DRS -DYS -DSS=F16  an operand stored as half (see storage.cl)
+//   -DPLANE_MEAN                         depthwise: also store each output plane's mean (a fused
+//                                        GlobalAveragePool; the work-item must own whole planes)
+//   -DPLANE_MEAN_ONLY                    conv_plane_mean (the same means as a launch of its own)
+//   -DXS -DPS -DWS -DBS -DRS -DYS -DSS -DMS=F16  an operand stored as half (see storage.cl)
 //   epilogue.cl's options                fused activation / residual
 
 #include "epilogue.cl"
@@ -56,6 +59,34 @@
 #define SS F32
 #endif
 #define SCT STORE_TYPE(SS)
+// The plane means of a fused GlobalAveragePool (PLANE_MEAN, PLANE_MEAN_ONLY; MS their storage).
+#ifndef MS
+#define MS F32
+#endif
+#define MT STORE_TYPE(MS)
+
+#if defined(PLANE_MEAN) || defined(PLANE_MEAN_ONLY)
+// The mean of the n values at y, summed as 8 float lanes along the plane, then the lanes and the
+// tail: pool.cl's pool_plane_avg in the same order, so a fused GlobalAveragePool gives the same
+// value bit for bit.
+inline float plane_mean(const __global YT* y, long n) {
+  float8 s8 = 0.0f;
+  long i = 0;
+  for (; i + 8 <= n; i += 8) s8 += LDN(YS, 8, y + i, 0);
+  const float4 s4 = s8.lo + s8.hi;
+  float s = (s4.x + s4.y) + (s4.z + s4.w);
+  for (; i < n; ++i) s += LD(YS, y, i);
+  return s / (float)n;
+}
+#endif
+
+#ifdef PLANE_MEAN_ONLY
+// M[p] = the mean of plane p of Y (planes of `plane` values), one work-item per plane.
+__kernel void conv_plane_mean(__global const YT* restrict Y, __global MT* restrict M, long plane, long planes) {
+  const long p = get_global_id(0);
+  if (p < planes) ST(MS, M, p, plane_mean(Y + p * plane, plane));
+}
+#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -658,15 +689,17 @@ __attribute__((always_inline)) inline void dw_rows(const __global XT* restrict X
 }
 
 // Global: (ceil(OH / rows), ceil(N*C_out / chans)): a work-item computes `rows` output rows of
-// `chans` consecutive output planes. X is [N][C_in][H][IN_W] (planes = N*C_in), Y
+// `chans` consecutive output planes (with PLANE_MEAN, rows = OH, and mean[n * C_out + oc] is each
+// plane's mean; without it `mean` is not read or written). X is [N][C_in][H][IN_W] (planes = N*C_in), Y
 // [N][C_out][OH][OUT_W]; output channel oc reads input channel oc / mult. Y must not alias X or
 // residual (Conv is never in place).
 __kernel void conv_f32_depthwise(__global const XT* restrict X,
                                  __global const WT* restrict Wt,
                                  __global const BT* restrict bias,
                                  __global const RT* restrict residual,
-                                 __global YT* restrict Y, int C_in, int H, int mult, int OH,
-                                 int pad_h, int planes, int rows, int chans) {
+                                 __global YT* restrict Y, __global MT* restrict mean, int C_in,
+                                 int H, int mult, int OH, int pad_h, int planes, int rows,
+                                 int chans) {
   const int oh0 = get_global_id(0) * rows;
   if (oh0 >= OH) return;
   const int oh_end = min(OH, oh0 + rows);
@@ -693,6 +726,10 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
       dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, true);
     else
       dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, false);
+#ifdef PLANE_MEAN
+    // The plane is this work-item's alone (one band): its values are still in cache.
+    ST(MS, mean, noc, plane_mean(y, out_plane));
+#endif
   }
 }
 #endif  // DEPTHWISE

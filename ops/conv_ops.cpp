@@ -159,6 +159,8 @@ void conv_infer(OpContext& ctx) {
   // Input 3 is ocl-infer's own: the per-channel scale of a Mul that the optimizer folds in after
   // shape inference (runtime/compiler/passes/fuse_channel_scale.cpp), never a model's.
   if (ctx.num_inputs() > 3) ctx.fail("Conv takes at most 3 inputs (X, W, B), got " + std::to_string(ctx.num_inputs()));
+  // Output 1 is ocl-infer's own too (fuse_plane_mean, after shape inference).
+  if (ctx.num_outputs() > 1) ctx.fail("Conv has one output, got " + std::to_string(ctx.num_outputs()));
   for (int i = 0; i < 3; ++i)
     if (ctx.has_input(i)) require_float(ctx, i);
   ConvShape s = conv_shape(ctx);
@@ -210,6 +212,9 @@ struct ConvDesc {
   // of image n is read times scale[n * scale_n + c].
   bool scaled = false;
   int64_t scale_n = 0;
+  // Output 1, the mean of every output plane ([N, M, 1...]): a GlobalAveragePool of output 0 that
+  // the optimizer fused in (runtime/compiler/passes/fuse_plane_mean.cpp).
+  bool plane_mean = false;
 };
 
 ConvDesc conv_desc(const OpContext& ctx) {
@@ -237,6 +242,7 @@ ConvDesc conv_desc(const OpContext& ctx) {
     if (numel(sc) != (d.scale_n ? d.s.N : 1) * d.s.C)
       ctx.fail("the fused channel scale " + list(sc) + " does not match X " + list(ctx.in_shape(0)));
   }
+  d.plane_mean = ctx.num_outputs() > 1 && ctx.has_output(1);
   return d;
 }
 
@@ -299,6 +305,23 @@ cl_mem padded_input(BuildContext& ctx, const ConvDesc& d, const ConvArgs& a, int
 }
 
 
+// Output 1 of a conv with a fused GlobalAveragePool, as a launch of its own after the conv: the
+// variants whose work-items do not own whole output planes (all but `depthwise` with one band).
+void plane_mean_launch(BuildContext& ctx, const ConvDesc& d) {
+  const int64_t plane = d.out3[0] * d.out3[1] * d.out3[2], planes = d.s.N * d.s.M;
+  ctx.launch("conv", "conv_plane_mean",
+             "-DPLANE_MEAN_ONLY" + BuildContext::storage_option("YS", ctx.output(0).dtype) +
+                 BuildContext::storage_option("MS", ctx.output(1).dtype),
+             {static_cast<size_t>(planes)}, {1}, ctx.out_buf(0), ctx.out_buf(1), plane, planes);
+}
+
+// A variant's run that leaves a fused GlobalAveragePool to plane_mean_launch.
+template <void (*Run)(BuildContext&, const ConvDesc&, const VariantParams&)>
+void then_plane_mean(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
+  Run(ctx, d, p);
+  if (d.plane_mean) plane_mean_launch(ctx, d);
+}
+
 // W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g: as a constant at
 // plan time, or by a kernel before every run when the weights are a model input.
 // Constants are packed in the weights' storage type (-DPS=F16 then).
@@ -347,13 +370,17 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const ConvArgs a = conv_args(ctx, d);
   const int64_t items = d.s.N * d.s.M, chans = p.at("chans"), bands = p.at("bands");
   const int64_t rows = (d.out3[1] + bands - 1) / bands;
+  // A fused GlobalAveragePool: computed here when every work-item owns whole planes.
+  const bool mean_here = d.plane_mean && rows >= d.out3[1];
   const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) + " -DIN_W=" + std::to_string(d.in3[2]) +
                            " -DOUT_W=" + std::to_string(d.out3[2]) + " -DPAD_W=" + std::to_string(d.pb3[2]) +
-                           window_defines(d.k3, d.st3, d.d3) + a.tail;
+                           window_defines(d.k3, d.st3, d.d3) + a.tail +
+                           (mean_here ? " -DPLANE_MEAN" + BuildContext::storage_option("MS", ctx.output(1).dtype) : "");
   ctx.launch("conv", "conv_f32_depthwise", opts,
              {static_cast<size_t>((d.out3[1] + rows - 1) / rows), static_cast<size_t>((items + chans - 1) / chans)},
-             {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, i32(d.s.C), i32(d.in3[1]), i32(d.M_g),
-             i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows), i32(chans));
+             {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, mean_here ? ctx.out_buf(1) : a.y, i32(d.s.C),
+             i32(d.in3[1]), i32(d.M_g), i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows), i32(chans));
+  if (d.plane_mean && !mean_here) plane_mean_launch(ctx, d);
 }
 
 // depthwise_wg: the GPU-shaped depthwise conv (kernels/conv_dw_wg.cl): one work-item per output
@@ -705,7 +732,7 @@ std::string conv_key(const ConvDesc& d) {
   return "n" + std::to_string(d.s.N) + " c" + std::to_string(d.s.C) + " m" + std::to_string(d.s.M) + " g" +
          std::to_string(d.s.G) + " in" + dims3(d.in3) + " k" + dims3(d.k3) + " s" + dims3(d.st3) + " d" +
          dims3(d.d3) + " p" + dims3(d.pb3) + " out" + dims3(d.out3) + (d.has_bias ? " bias" : "") +
-         (d.const_weights ? "" : " wrun") + (d.scaled ? " scaled" : "");
+         (d.const_weights ? "" : " wrun") + (d.scaled ? " scaled" : "") + (d.plane_mean ? " mean" : "");
 }
 
 // winograd: F(2x2, 3x3) for 3x3, stride 1, dilation 1, one group, constant weights
@@ -781,23 +808,23 @@ const KernelFamily<ConvDesc>& conv_family() {
       "conv",
       {
           {"tiled", "GPU-shaped implicit GEMM: TSxTS tiles per work-group in local memory, RMxRN per work-item",
-           tiled_param_space(), tiled_applies, tiled_valid, tiled_defaults, tiled_run, tiled_preferred},
+           tiled_param_space(), tiled_applies, tiled_valid, tiled_defaults, then_plane_mean<tiled_run>, tiled_preferred},
           {"winograd", "F(2x2,3x3) for 3x3 stride-1 convs: transforms + 16 GEMMs over the channels", {},
-           winograd_applies, nullptr, winograd_defaults, winograd_run, winograd_preferred},
+           winograd_applies, nullptr, winograd_defaults, then_plane_mean<winograd_run>, winograd_preferred},
           {"depthwise_wg", "GPU-shaped depthwise (rank <= 2): one output pixel per work-item, WXxWY work-groups",
-           {{"wx", {8, 16, 32, 64}}, {"wy", {1, 2, 4, 8}}}, dwg_applies, dwg_valid, dwg_defaults, dwg_run,
+           {{"wx", {8, 16, 32, 64}}, {"wy", {1, 2, 4, 8}}}, dwg_applies, dwg_valid, dwg_defaults, then_plane_mean<dwg_run>,
            dwg_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
            {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}},
            dw_applies, dw_valid, dw_defaults, dw_run},
           {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
            {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2, 3}}, {"order", {0, 1}}},
-           pw_applies_with_defaults, pw_valid, pw_defaults, pw_run, pw_preferred},
+           pw_applies_with_defaults, pw_valid, pw_defaults, then_plane_mean<pw_run>, pw_preferred},
           {"pixvec", "short reductions (3-channel stems), stride <= 2: OCB channels x PXV 16-pixel vectors of a row",
-           {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, pv_run, pv_preferred},
+           {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, then_plane_mean<pv_run>, pv_preferred},
           {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
            {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8}}, {"order", {0, 1}}, {"ocv", {1, 2}}, {"pad", {0, 1}}},
-           packed_applies, packed_valid, packed_defaults, packed_run},
+           packed_applies, packed_valid, packed_defaults, then_plane_mean<packed_run>},
       },
       conv_key};
   return f;

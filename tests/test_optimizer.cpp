@@ -247,6 +247,74 @@ TEST(Optimizer, FoldsPerChannelScaleIntoTheNextConv) {
   for (auto& ops : r.ops) EXPECT_NE(ops, "Mul+Conv") << r.graph_json;
 }
 
+// A GlobalAveragePool of a depthwise conv's output becomes the conv's second output
+// (fuse_plane_mean): with SiLU fused first (the pool averages the activated values), with the
+// conv's output read by another conv too, and with it a graph output itself (the means then
+// checked against the output's own planes averaged on the host in double); channel multiplier 2,
+// stride 2, planes whose size 8 does not divide (the sum's tail), N = 1 and 2. Every conv
+// variant that applies, forced: `depthwise` with one band computes the means in its kernel, with
+// bands (and every other variant) a separate plane-mean launch does; fp16 storage too. Not fused:
+// a grouped conv that is not depthwise.
+TEST(Optimizer, FusesGlobalAveragePoolIntoDepthwiseConv) {
+  std::mt19937 rng(31);
+  const int64_t C = 6;
+  for (int64_t N : {1, 2}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {N, C, 9, 20}).output("g1").output("y2").output("y3").output("g3");
+    m.initializer("wd", random_tensor({2 * C, 1, 3, 3}, rng)).initializer("bd", random_tensor({2 * C}, rng));
+    m.initializer("w1", conv_weight(rng, 5, 2 * C, 1)).initializer("w3", random_tensor({C, 1, 5, 5}, rng));
+    auto& d = m.node("Conv", {"x", "wd", "bd"}, {"d"});
+    attr_i(d, "group", C);
+    attr_ints(d, "pads", {1, 1, 1, 1});
+    attr_ints(d, "strides", {2, 2});
+    m.node("Sigmoid", {"d"}, {"sd"});
+    m.node("Mul", {"d", "sd"}, {"e"});  // SiLU, fused into the conv first
+    m.node("GlobalAveragePool", {"e"}, {"g1"});
+    m.node("Conv", {"e", "w1"}, {"y2"});  // a second reader of the conv's output
+    auto& d3 = m.node("Conv", {"x", "w3"}, {"y3"});  // a graph output and pooled
+    attr_i(d3, "group", C);
+    attr_ints(d3, "pads", {2, 2, 2, 2});
+    m.node("GlobalAveragePool", {"y3"}, {"g3"});
+    const Tensor x = random_tensor({N, C, 9, 20}, rng);
+    auto r = check_same(m, {{"x", x}});
+    int fused = 0;
+    for (auto& ops : r.ops) fused += ops.find("Conv") == 0 && ops.find("GlobalAveragePool") != std::string::npos;
+    EXPECT_EQ(fused, 2) << r.graph_json;
+    const auto want = run(m, {{"x", x}}, 0).out;
+    for (const char* force : {"conv=depthwise:bands=1", "conv=depthwise:bands=2,chans=1", "conv=depthwise:chans=4,owb=4",
+                              "conv=depthwise_wg", "conv=packed", "conv=tiled"}) {
+      for (auto precision : {ocl_infer::Precision::Float32, ocl_infer::Precision::Float16}) {
+        std::string b = m.bytes();
+        ocl_infer::SessionOptions opt;
+        opt.kernel_variants = force;
+        opt.precision = precision;
+        auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
+        auto got = s.run({{"x", x}});
+        const double tol = precision == ocl_infer::Precision::Float16 ? 1e-2 : 1e-5;
+        for (auto& [name, t] : want) EXPECT_LE(rel_error(got.at(name), t), tol) << name << " with " << force;
+        // g3 against the planes of this run's own y3.
+        const Tensor& y3 = got.at("y3");
+        const int64_t planes = N * C, plane = y3.numel() / planes;
+        for (int64_t p = 0; p < planes; ++p) {
+          double sum = 0;
+          for (int64_t i = 0; i < plane; ++i) sum += y3.data<float>()[p * plane + i];
+          EXPECT_NEAR(got.at("g3").data<float>()[p], sum / plane, 1e-5 * (1 + std::fabs(sum / plane)))
+              << "plane " << p << " with " << force;
+        }
+      }
+    }
+  }
+  // Not fused: a grouped conv with two input channels per group.
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {1, 4, 6, 6}).output("g");
+  m.initializer("w", random_tensor({4, 2, 3, 3}, rng));
+  auto& g = m.node("Conv", {"x", "w"}, {"c"});
+  attr_i(g, "group", 2);
+  m.node("GlobalAveragePool", {"c"}, {"g"});
+  auto r = check_same(m, {{"x", random_tensor({1, 4, 6, 6}, rng)}});
+  for (auto& ops : r.ops) EXPECT_EQ(ops.find("GlobalAveragePool"), ops.find("Conv") == 0 ? std::string::npos : 0u) << ops;
+}
+
 TEST(Optimizer, MatMulBiasAndActivationBecomeOneGemm) {
   std::mt19937 rng(11);
   ModelBuilder m(13);

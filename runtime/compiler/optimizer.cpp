@@ -27,6 +27,7 @@ const PassRow kPasses[] = {
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},
     {"fuse_channel_scale", pass_fuse_channel_scale},
+    {"fuse_plane_mean", pass_fuse_plane_mean},
 };
 
 }  // namespace
