@@ -577,8 +577,17 @@ int packed_default_order(const ConvDesc& d) {
 // such registers; AVX2's 16 would spill) and groups with at least two full vectors of channels.
 // resnet18 on an Intel Xeon (skylake-avx512, PoCL 3.1): convs 32.2 -> 21.6 ms, every layer
 // faster (the 7x7 stem 2.26 -> 1.57 ms); 4 vectors x 6 pixels and 3 x 6 were slower than 2 x 8.
+//
+// Except spatial convs with small output planes (at most 64 pixels) and long reductions (>= 1024):
+// one vector there. resnet18's layer4 3x3 convs (7x7 outputs, 2304-4608 reduction steps) ran
+// 20-25 % faster per launch with one vector, resnet50's layer4 3x3 convs 12-26 %, while the same
+// convs at 14x14 were 6-8 % slower and 1x1 convs at 7x7 37-48 % slower (AMD EPYC Zen 5, PoCL 3.1;
+// `perf` puts the two-vector kernel's time on the weight loads).
 int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
-  return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb ? 2 : 1;
+  const bool small_plane = !d.pointwise && d.k3[0] * d.k3[1] * d.k3[2] > 1 &&
+                           packed_out3(d)[0] * packed_out3(d)[1] * packed_out3(d)[2] <= 64 &&
+                           d.C_g * d.k3[0] * d.k3[1] * d.k3[2] >= 1024;
+  return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb && !small_plane ? 2 : 1;
 }
 
 // Pixels per work-item: 8, or 7 or 6 where they cover the row with fewer padded pixels and the
