@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs ocl-infer's kernels under oclgrind, an OpenCL simulator that reports out-of-bounds accesses,
 # data races on local and global memory, barrier divergence and API misuse, at small sizes:
-#   1. a small model through the CLI (conv + pooling + gemm + softmax + concat/split views), in
+#   1. a small model through the CLI (conv + pooling + gemm + softmax + concat/split views, a
+#      GlobalAveragePool fused into its depthwise conv), in
 #      fp32 and fp16 and with the GPU-shaped (tiled) conv and gemm forced, with every tensor in
 #      its own buffer (--no-memory-plan);
 #   2. the kernel-variant sweep (tests/test_variants: every variant and parameter value of conv,
@@ -59,6 +60,7 @@ nodes = [
     h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
     h.make_node("Relu", ["c1"], ["r1"]),
     h.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=8),       # depthwise
+    h.make_node("GlobalAveragePool", ["c2"], ["gp"]),                             # fused into c2
     h.make_node("Add", ["c2", "r1"], ["s2"]),                                     # residual
     h.make_node("Conv", ["s2", "w3"], ["c3"]),                                    # pointwise
     h.make_node("MaxPool", ["c3"], ["p3"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -70,7 +72,8 @@ nodes = [
     h.make_node("Softmax", ["g"], ["y"], axis=-1),
 ]
 g = h.make_graph(nodes, "small", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 15, 13])],
-                 [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
+                 [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("gp", T.FLOAT, None)],
+                 inits)
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), w + "/small.onnx")
 np.save(w + "/x.npy", rng.normal(size=(1, 3, 15, 13)).astype(np.float32))
 PY
