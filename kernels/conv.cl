@@ -551,12 +551,12 @@ __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global flo
 
 // Lane q: input column iw0 + q*SW of row xr, 0 outside [0, IN_W). iw0 is a constant after
 // unrolling (except for `interior` vectors, known to lie inside the row), so the branches fold.
-// `guarded` (a literal): never touch memory outside the row.
+// Strides 1 and 2 load whole vectors, which may reach PAD_W floats before the row and OVERREAD
+// after it (the caller keeps those inside the buffer: dw_rows).
 __attribute__((always_inline)) inline pvec dw_tap(const __global XT* restrict xr, const int iw0,
-                                                  const bool interior, const bool guarded) {
+                                                  const bool interior) {
   const bool all_valid = interior || (iw0 >= 0 && iw0 + (OWB - 1) * SW < IN_W);
-  const bool loads_inside = interior || (iw0 >= 0 && iw0 + OWB * SW <= IN_W);
-  if (SW <= 2 && (loads_inside || !guarded)) {
+  if (SW <= 2) {
 #if SW == 1
     pvec x = LDN(XS, OWB, xr + iw0, 0);
 #elif OWB == 16
@@ -591,7 +591,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
                                                       __global YT* restrict Y, const float* w,
                                                       float b, int H, int pad_h, int oh, int oh_end,
                                                       const int j0, const int count,
-                                                      const bool interior, const bool guarded) {
+                                                      const bool interior) {
   // Loops run to the constant SEG_MAX (not `count`), so that they unroll before the
   // accumulators are assigned registers; otherwise acc stays in memory.
   pvec acc[SEG_MAX];
@@ -614,7 +614,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
 #pragma unroll
         for (int kw = 0; kw < KW; ++kw)
           acc[j] = fma((pvec)w[kh * KW + kw],
-                       dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior, guarded), acc[j]);
+                       dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior), acc[j]);
       }
     }
   }
@@ -661,32 +661,69 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
 #define TRAIL (FIT > LEAD ? FIT : LEAD)
 #define MID_REST ((TRAIL - LEAD) % CHUNK)
 
-// Rows [oh0, oh_end) of one output plane.
+// Output row oh a pixel at a time, every tap checked, in rolled loops (a few hundred bytes of
+// code): the rows next to the buffer's ends. The taps in the vector path's order (kh, then kw;
+// a padding tap there adds w * 0), so both give the same values.
+inline void dw_row_checked(const __global XT* restrict X, const __global RT* restrict residual,
+                           __global YT* restrict Y, const float* w, float b, int H, int pad_h,
+                           int oh) {
+#pragma clang loop unroll(disable) vectorize(disable)
+  for (int ow = 0; ow < OUT_W; ++ow) {
+    float acc = b;
+#pragma clang loop unroll(disable)
+    for (int kh = 0; kh < KH; ++kh) {
+      const int ih = oh * SH - pad_h + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+#pragma clang loop unroll(disable)
+      for (int kw = 0; kw < KW; ++kw) {
+        const int iw = ow * SW + kw * DW - PAD_W;
+        if (iw >= 0 && iw < IN_W) acc = fma(w[kh * KW + kw], LD(XS, X, ih * IN_W + iw), acc);
+      }
+    }
+    const int o = oh * OUT_W + ow;
+#ifdef HAS_RESIDUAL
+    acc += LD(RS, residual, o);
+#endif
+    ST(YS, Y, o, epilogue_act(acc));
+  }
+}
+
+// Rows [oh0, oh_end) of one output plane. Rows outside [safe_lo, safe_hi) read input rows whose
+// vector over-reads could leave the buffer (the first rows of the buffer's first plane, the last
+// rows of its last): they take dw_row_checked, so that the unrolled vector path exists once in
+// the program (a second, guarded copy of it doubled the kernel's code and PoCL's code generation
+// at the first run).
 __attribute__((always_inline)) inline void dw_rows(const __global XT* restrict X,
                                                    const __global RT* restrict residual,
                                                    __global YT* restrict Y, const float* w,
                                                    float b, int H, int pad_h, int oh0, int oh_end,
-                                                   const bool guarded) {
+                                                   int safe_lo, int safe_hi) {
   for (int oh = oh0; oh < oh_end; ++oh) {
+    if (oh < safe_lo || oh >= safe_hi) {
+      dw_row_checked(X, residual, Y, w, b, H, pad_h, oh);
+      continue;
+    }
     if (NBLK <= SEG_MAX) {
-      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, 0, NBLK, false, guarded);
+      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, 0, NBLK, false);
     } else {
 #pragma unroll
       for (int j = 0; j < LEAD; j += SEG_MAX)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, LEAD - j), false,
-                   guarded);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, LEAD - j), false);
       for (int j = LEAD; j + CHUNK <= TRAIL; j += CHUNK)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, CHUNK, true, guarded);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, CHUNK, true);
       if (MID_REST > 0)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, TRAIL - MID_REST, MID_REST, true,
-                   guarded);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, TRAIL - MID_REST, MID_REST, true);
 #pragma unroll
       for (int j = TRAIL; j < NBLK; j += SEG_MAX)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, NBLK - j), false,
-                   guarded);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, NBLK - j), false);
     }
   }
 }
+
+// Input rows at a plane's start / end that vector over-reads (PAD_W floats before a row, OVERREAD
+// after it) could take past the plane: the first HEAD_ROWS, the last TAIL_ROWS.
+#define HEAD_ROWS ((PAD_W + IN_W - 1) / IN_W)
+#define TAIL_ROWS ((OVERREAD + IN_W - 1) / IN_W)
 
 // Global: (ceil(OH / rows), ceil(N*C_out / chans)): a work-item computes `rows` output rows of
 // `chans` consecutive output planes (with PLANE_MEAN, rows = OH, and mean[n * C_out + oc] is each
@@ -720,12 +757,18 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
     const __global XT* x = X + plane * plane_size;
     __global YT* y = Y + noc * out_plane;
     const __global RT* r = residual + noc * out_plane;
-    // Over-reads stay within PAD_W floats before the plane and OVERREAD after it.
+    // Over-reads stay within PAD_W floats before the plane and OVERREAD after it: only the buffer's
+    // first plane's first rows and its last plane's last rows need the checked path. safe_lo: the
+    // first output row whose window starts below the head rows; safe_hi: the first whose window
+    // reaches the tail rows.
     const long start = plane * plane_size;
-    if (start < PAD_W || start + plane_size + OVERREAD > planes * plane_size)
-      dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, true);
-    else
-      dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, false);
+    int safe_lo = 0, safe_hi = OH;
+    if (start < PAD_W) safe_lo = (HEAD_ROWS + pad_h + SH - 1) / SH;
+    if (start + plane_size + OVERREAD > planes * plane_size) {
+      const int reach = H - TAIL_ROWS + pad_h - (KH - 1) * DH;  // oh * SH >= reach: unsafe
+      safe_hi = reach <= 0 ? 0 : (reach + SH - 1) / SH;
+    }
+    dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, safe_lo, safe_hi);
 #ifdef PLANE_MEAN
     // The plane is this work-item's alone (one band): its values are still in cache.
     ST(MS, mean, noc, plane_mean(y, out_plane));
