@@ -578,13 +578,16 @@ int packed_default_order(const ConvDesc& d) {
 // resnet18 on an Intel Xeon (skylake-avx512, PoCL 3.1): convs 32.2 -> 21.6 ms, every layer
 // faster (the 7x7 stem 2.26 -> 1.57 ms); 4 vectors x 6 pixels and 3 x 6 were slower than 2 x 8.
 //
-// Except spatial convs with small output planes (at most 64 pixels) and long reductions (>= 1024):
-// one vector there. resnet18's layer4 3x3 convs (7x7 outputs, 2304-4608 reduction steps) ran
-// 20-25 % faster per launch with one vector, resnet50's layer4 3x3 convs 12-26 %, while the same
-// convs at 14x14 were 6-8 % slower and 1x1 convs at 7x7 37-48 % slower (AMD EPYC Zen 5, PoCL 3.1;
-// `perf` puts the two-vector kernel's time on the weight loads).
+// Except stride-1 spatial convs with small output planes (at most 64 pixels) and long reductions
+// (>= 1024): one vector there. resnet18's layer4 3x3 convs (7x7 outputs, 2304-4608 reduction
+// steps) ran 20-25 % faster per launch with one vector, resnet50's layer4 3x3 convs 12-26 %, while
+// the same convs at 14x14 were 6-8 % slower and 1x1 convs at 7x7 37-48 % slower (AMD EPYC Zen 5,
+// PoCL 3.1; `perf` puts the two-vector kernel's time on the weight loads). The strided ones
+// (resnet18's layer4.0.conv1: 0.53 -> 0.41 ms) keep two vectors: that program is the one the
+// earlier layers' strided convs use, and one more program cost resnet18's first run ~0.25 s.
 int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
   const bool small_plane = !d.pointwise && d.k3[0] * d.k3[1] * d.k3[2] > 1 &&
+                           d.st3[0] * d.st3[1] * d.st3[2] == 1 &&
                            packed_out3(d)[0] * packed_out3(d)[1] * packed_out3(d)[2] <= 64 &&
                            d.C_g * d.k3[0] * d.k3[1] * d.k3[2] >= 1024;
   return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb && !small_plane ? 2 : 1;
