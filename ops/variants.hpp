@@ -104,18 +104,24 @@ std::string tune_problem(BuildContext& ctx, const KernelFamily<Desc>& fam, const
   const KernelVariant<Desc>* best_variant = nullptr;
   VariantParams best_params;
   int tried = 0;
-  auto measure = [&](const KernelVariant<Desc>& v, const VariantParams& p) {
+  // One candidate's time, abandoned past give_up_ms (infinite when it cannot build or run here).
+  auto time_of = [&](const KernelVariant<Desc>& v, const VariantParams& p, double give_up_ms) {
     double t = inf;
     sink.trial_begin();
     try {
       ctx.use_variant(VariantUse{fam.name, v.name, p, "tuning"});
       v.run(ctx, d, p);
-      t = sink.trial_time(std::isfinite(best) ? 3 * best : inf);
+      t = sink.trial_time(give_up_ms);
     } catch (const ocl_infer::Error&) {
-      t = inf;  // this candidate cannot build or run here
+      t = inf;
     }
     sink.trial_end();
     ctx.use_variant({});
+    return t;
+  };
+  // The same during the search: counted, abandoned at 3x the best so far, the best remembered.
+  auto measure = [&](const KernelVariant<Desc>& v, const VariantParams& p) {
+    const double t = time_of(v, p, std::isfinite(best) ? 3 * best : inf);
     ++tried;
     if (t < best) {
       best = t;
@@ -160,21 +166,13 @@ std::string tune_problem(BuildContext& ctx, const KernelFamily<Desc>& fam, const
   // machine makes single figures wander 30 %); only the re-measured figures decide.
   if (heuristic && best_variant && best_choice != heuristic_choice && std::isfinite(heuristic_ms)) {
     const VariantParams hp = heuristic->defaults(d, caps);
-    const KernelVariant<Desc>* wv = best_variant;
-    const VariantParams wp = best_params;
-    const std::string wc = best_choice;
-    const int candidates = tried;
     double h = inf, w = inf;
     for (int r = 0; r < 3; ++r) {
-      best = inf;  // lets measure() run every trial to its end
-      h = std::min(h, measure(*heuristic, hp));
-      best = inf;
-      w = std::min(w, measure(*wv, wp));
+      h = std::min(h, time_of(*heuristic, hp, inf));
+      w = std::min(w, time_of(*best_variant, best_params, inf));
     }
     heuristic_ms = h;
     best = w;
-    best_choice = wc;
-    tried = candidates;
   }
   // A kernel timed alone is not the kernel inside the model (its inputs hot in cache, no
   // neighbours): the device-class choice stays unless another is clearly faster.
