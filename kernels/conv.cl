@@ -66,18 +66,9 @@
 #define MT STORE_TYPE(MS)
 
 #if defined(PLANE_MEAN) || defined(PLANE_MEAN_ONLY)
-// The mean of the n values at y, summed as 8 float lanes along the plane, then the lanes and the
-// tail: pool.cl's pool_plane_avg in the same order, so a fused GlobalAveragePool gives the same
-// value bit for bit.
-inline float plane_mean(const __global YT* y, long n) {
-  float8 s8 = 0.0f;
-  long i = 0;
-  for (; i + 8 <= n; i += 8) s8 += LDN(YS, 8, y + i, 0);
-  const float4 s4 = s8.lo + s8.hi;
-  float s = (s4.x + s4.y) + (s4.z + s4.w);
-  for (; i < n; ++i) s += LD(YS, y, i);
-  return s / (float)n;
-}
+// The mean of an output plane: pool.cl's summation (storage.cl), so a fused GlobalAveragePool
+// gives the value the pool kernel would.
+DEFINE_PLANE_MEAN(plane_mean, YS, YT)
 #endif
 
 #ifdef PLANE_MEAN_ONLY

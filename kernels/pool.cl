@@ -128,18 +128,12 @@ __kernel void pool_generic(__global const T* restrict X, __global YT* restrict Y
 // Average over whole planes (GlobalAveragePool, or an AveragePool whose unpadded window is the
 // input): one work-item per plane, summed as 8 float lanes along the contiguous plane, then the
 // lanes and the tail. Float or half storage.
+DEFINE_PLANE_MEAN(pool_plane_mean, S, T)
 __kernel void pool_plane_avg(__global const T* restrict X, __global YT* restrict Y, long plane,
                              long planes) {
   const long nc = get_global_id(0);
   if (nc >= planes) return;
-  const __global T* x = X + nc * plane;
-  float8 s8 = 0.0f;
-  long i = 0;
-  for (; i + 8 <= plane; i += 8) s8 += LDN(S, 8, x + i, 0);
-  const float4 s4 = s8.lo + s8.hi;
-  float s = (s4.x + s4.y) + (s4.z + s4.w);
-  for (; i < plane; ++i) s += LD(S, x, i);
-  ST(YS, Y, nc, s / (float)plane);
+  ST(YS, Y, nc, pool_plane_mean(X + nc * plane, plane));
 }
 #endif
 

@@ -97,4 +97,19 @@ HALF_VECTOR_CONVERSIONS(16)
 #define STN_(s, n, p, i, v) STN_##s(n, p, i, v)
 #define STN(s, n, p, i, v) STN_(s, n, p, i, v)
 
+// Defines `float name(const __global T* x, long n)`: the mean of the n values at x (storage s),
+// summed as 8 float lanes along x, then the lanes and the tail. One summation for pool.cl's
+// pool_plane_avg and the GlobalAveragePool that conv.cl's depthwise kernel computes when the
+// optimizer fused it in, so that both give the same value bit for bit.
+#define DEFINE_PLANE_MEAN(name, s, T)                          \
+  inline float name(const __global T* x, long n) {             \
+    float8 s8 = 0.0f;                                          \
+    long i = 0;                                                \
+    for (; i + 8 <= n; i += 8) s8 += LDN(s, 8, x + i, 0);      \
+    const float4 s4 = s8.lo + s8.hi;                           \
+    float sum = (s4.x + s4.y) + (s4.z + s4.w);                 \
+    for (; i < n; ++i) sum += LD(s, x, i);                     \
+    return sum / (float)n;                                     \
+  }
+
 #endif
