@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "ocl_infer/ocl_infer.hpp"
+#include "runtime/exec/compile_helpers.hpp"
 #include "tools/cli_io.hpp"
 #include "tools/cli_parse.hpp"
 #include "tools/precision_check.hpp"
@@ -670,6 +671,8 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1024 << 20);
   if (argc > 1 && std::string(argv[1]) == "quantize") return cli::quantize_command(argc - 1, argv + 1);
+  // A compile helper started by the library (runtime/exec/compile_helpers.hpp), not for people.
+  if (argc == 3 && std::string(argv[1]) == "--compile-helper") return oi::compile_helper_main(argv[2]);
   Args a;
   try {
     a = parse(argc, argv);

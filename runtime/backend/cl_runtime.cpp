@@ -77,17 +77,25 @@ std::string raw_kernel_source(const std::string& name) {
 }
 }  // namespace
 
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex16(uint64_t v) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(v));
+  return hex;
+}
+
 // A hash of every kernel file as this process would compile it (embedded, or from
 // $OCL_INFER_KERNEL_DIR): what a tuning result was measured with.
 std::string kernel_sources_hash() {
   std::string all;
   for (const EmbeddedKernel* k = embedded_kernels(); k->name; ++k)
     all += std::string(k->name) + '\n' + raw_kernel_source(k->name) + '\n';
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : all) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  return hex16(fnv1a(all));
 }
 
 namespace {
@@ -165,13 +173,6 @@ const std::string& extra_build_options() {
   return extra;
 }
 
-// FNV-1a, 64 bit: only a cache key, collisions are caught by storing the full key in the entry.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 constexpr const char* kCacheFormat = "ocl-infer-program-cache-v1";
 
 std::string default_cache_dir() {
@@ -194,6 +195,8 @@ void make_dirs(const std::string& path) {
 }
 
 }  // namespace
+
+const std::string& build_options_suffix() { return extra_build_options(); }
 
 const char* device_class_name(DeviceClass c) {
   switch (c) {
@@ -462,9 +465,7 @@ cl_program ClRuntime::load_or_build_source(const std::string& file, const std::s
   std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
                          dev_.info.name + '\n' + dev_.info.platform + '\n' +
                          dev_.info.driver_version + '\n' + dev_.info.device_version;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(full_key)));
-  std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + file + "-" + hex + ".bin";
+  std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + file + "-" + hex16(fnv1a(full_key)) + ".bin";
 
   cl_program prog = nullptr;
   // Cache entry layout: u64 key length, key bytes, u64 binary length, binary bytes. The full key is
@@ -580,9 +581,7 @@ bool ClRuntime::storing_binaries() {
 void ClRuntime::read_binary_policy() {
   // One decision per device and driver, next to the entries it concerns.
   const std::string device_key = this->device_key();
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(device_key)));
-  policy_path_ = cache_dir_ + "/store-binaries-" + hex + ".txt";
+  policy_path_ = cache_dir_ + "/store-binaries-" + hex16(fnv1a(device_key)) + ".txt";
   std::ifstream f(policy_path_);
   std::string word;
   int v = -1;
@@ -666,9 +665,7 @@ void ClRuntime::record_binary_policy(double read_ms, double build_ms, bool fast)
 
 void ClRuntime::check_loops() {
   const std::string key = device_key();
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
-  const std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/loops-" + hex + ".txt";
+  const std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/loops-" + hex16(fnv1a(key)) + ".txt";
   // Per process too: sessions without a cache folder probe once (keyed by the file when there is
   // one, so that each cache folder's verdict is read).
   static std::mutex mu;
@@ -874,16 +871,6 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
   build_bundle_now(chosen, strict);
 }
 
-namespace {
-
-std::string hex16(uint64_t h) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
-
-}  // namespace
-
 std::string ClRuntime::device_key() const {
   return std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform + '\n' +
          dev_.info.driver_version + '\n' + dev_.info.device_version;
@@ -977,6 +964,24 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
   return chosen;
 }
 
+std::vector<std::pair<std::string, std::string>> ClRuntime::bundle_units(const std::string& file,
+                                                                         const std::string& options) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = bundled_.find(file + '\n' + options);
+  if (it == bundled_.end()) return {};
+  auto u = bundle_units_.find(it->second.first);
+  return u == bundle_units_.end() ? std::vector<std::pair<std::string, std::string>>{} : u->second;
+}
+
+void ClRuntime::build_bundle_exact(const std::vector<std::pair<std::string, std::string>>& units) {
+  if (units.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bundled_.count(units[0].first + '\n' + units[0].second)) return;
+  }
+  build_bundle_now(units, /*strict=*/false);
+}
+
 void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::string>>& todo, bool strict) {
   std::vector<BundleUnit> parts;
   for (const auto& [file, options] : todo) parts.push_back({kernel_source(file), options});
@@ -1010,6 +1015,7 @@ void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::s
   }
   std::lock_guard<std::mutex> lock(mu_);
   bundles_.push_back(prog);
+  bundle_units_[prog] = todo;
   stats_.bundled += static_cast<int>(todo.size());
   for (size_t i = 0; i < todo.size(); ++i)
     bundled_.emplace(todo[i].first + '\n' + todo[i].second, std::make_pair(prog, bundle_suffix(i)));

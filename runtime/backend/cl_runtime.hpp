@@ -33,6 +33,13 @@ void cl_check(cl_int err, const char* call);
 std::string kernel_source(const std::string& name);
 // 16 hex digits identifying the kernel sources this process compiles (for the tuning cache).
 std::string kernel_sources_hash();
+// FNV-1a, 64 bit (cache keys; whoever needs certainty stores the full key beside it), and a
+// value as 16 hex digits.
+uint64_t fnv1a(const std::string& s);
+std::string hex16(uint64_t v);
+// What every program's build options end with ($OCL_INFER_EXTRA_BUILD_OPTIONS, with a leading
+// space; "" when unset).
+const std::string& build_options_suffix();
 
 struct DeviceHandle {
   cl_platform_id platform = nullptr;
@@ -117,6 +124,21 @@ class ClRuntime {
   // it). $OCL_INFER_BUNDLE=0 turns bundling off.
   void build_bundle(const std::vector<std::pair<std::string, std::string>>& units);
 
+  // The (file, options) units of the bundle that holds the unit (file, options), in the bundle's
+  // order; empty when that unit is not in a bundle.
+  std::vector<std::pair<std::string, std::string>> bundle_units(const std::string& file,
+                                                                const std::string& options) const;
+  // Builds exactly `units`, in this order, as one bundle, unless the first of them is bundled
+  // already: the program another process built from the same units (a compile helper's). When it
+  // does not build, bundle_units() of its units stays empty.
+  void build_bundle_exact(const std::vector<std::pair<std::string, std::string>>& units);
+  // Whether ocl-infer stores no binaries for this device because its driver keeps its own cache of
+  // compiled kernels, which other processes share (PoCL). Decided once per device and driver.
+  bool driver_keeps_binaries() { return !storing_binaries(); }
+  // Format version, device name, platform, driver and device version: what binaries and
+  // decisions kept on disk belong to.
+  std::string device_key() const;
+
   // Totals so far (compile_ms sums the builds' own times, which overlap when parallel).
   CompileStats compile_stats() const;
 
@@ -146,9 +168,6 @@ class ClRuntime {
   // New plans of at most this many units leave units that an earlier bundle built to their own
   // programs (see choose_bundle_units).
   static constexpr size_t kSmallPlanUnits = 4;
-  // Format version, device name, platform, driver and device version: what binaries and
-  // decisions kept on disk belong to.
-  std::string device_key() const;
   // 16 hex digits naming a unit (source, options, device, driver) in the registry.
   std::string unit_id(const std::string& file, const std::string& options_with_extra) const;
   // Reads the registry once; called with registry_mu_ held.
@@ -188,6 +207,7 @@ class ClRuntime {
   // the suffix of the unit's kernel names in it.
   std::map<std::string, std::pair<cl_program, std::string>> bundled_;
   std::vector<cl_program> bundles_;
+  std::map<cl_program, std::vector<std::pair<std::string, std::string>>> bundle_units_;  // by bundle
   // The bundle registry (see choose_bundle_units), read on first use.
   std::mutex registry_mu_;
   std::string registry_path_;

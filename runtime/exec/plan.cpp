@@ -48,11 +48,13 @@ class Lowering : public PlanSink {
         charge(bytes, "weights");
         if (st == v.dtype) {
           b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
+          note_constant(b->mem, v.data->bytes.data(), v.data->bytes.size());
         } else {
           // Converted once here (float32 -> float16, round to nearest even; the policy kept
           // constants beyond float16's range in float32).
           const Tensor conv = convert_elements(*v.data, st);
           b = cl_.upload(conv.bytes.data(), conv.bytes.size());
+          note_constant(b->mem, conv.bytes.data(), conv.bytes.size());
         }
         p_.weight_bytes += bytes;
       } else {
@@ -89,7 +91,14 @@ class Lowering : public PlanSink {
     charge(bytes, "weights");
     p_.owned.push_back(cl_.upload(data, bytes));
     p_.weight_bytes += bytes;  // packed weights and kernel parameters
+    note_constant(p_.owned.back()->mem, data, bytes);
     return p_.owned.back()->mem;
+  }
+
+  void note_constant(cl_mem mem, const void* data, size_t bytes) {
+    if (bytes > Plan::kSmallConstant) return;
+    const auto* b = static_cast<const unsigned char*>(data);
+    p_.small_constants[mem].assign(b, b + bytes);
   }
 
   // Counts `bytes` of device memory against the plan's budget before they are allocated; past it,
@@ -174,8 +183,13 @@ class Lowering : public PlanSink {
 
   void trial_end() override {
     p_.launches.resize(trial_.launches);
+    for (size_t i = trial_.owned; i < p_.owned.size(); ++i) p_.small_constants.erase(p_.owned[i]->mem);
     p_.owned.resize(trial_.owned);
-    for (int v : trial_.unallocated) p_.buffers[v].reset();
+    for (int v : trial_.unallocated)
+      if (p_.buffers[v]) {
+        p_.small_constants.erase(p_.buffers[v]->mem);
+        p_.buffers[v].reset();
+      }
     used_ = trial_.used;
     p_.weight_bytes = trial_.weight_bytes;
     p_.scratch_bytes = trial_.scratch_bytes;

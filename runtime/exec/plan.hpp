@@ -48,6 +48,11 @@ struct Plan {
     std::string what;
   };
   std::vector<ErrorFlag> error_flags;
+  // The contents of the constant buffers of at most kSmallConstant bytes (kernel parameters,
+  // shapes, small weights), by buffer: what a compile helper needs to run the plan's kernels on
+  // meaningful geometry (runtime/exec/compile_helpers.hpp).
+  static constexpr size_t kSmallConstant = 64 << 10;
+  std::map<cl_mem, std::vector<unsigned char>> small_constants;
 
   const Graph& graph() const { return compiled.graph; }
 

@@ -15,6 +15,7 @@
 #include "ops/variants.hpp"
 #include "runtime/backend/host_memory.hpp"
 #include "runtime/backend/slow_notice.hpp"
+#include "runtime/exec/compile_helpers.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/profiler.hpp"
@@ -318,25 +319,34 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   // Drivers that compile at a kernel's first launch (PoCL: 0.1-2 s a kernel) make the first run of
   // a new plan the slow one: say so when it is.
   std::unique_ptr<oi::SlowNotice> notice;
-  if (!s.plan_ran)
+  // Helper processes compile the kernels this run has not reached yet (runtime/exec/compile_helpers.hpp).
+  std::unique_ptr<oi::CompileHelpers> helpers;
+  if (!s.plan_ran) {
+    helpers = oi::CompileHelpers::start(*s.plan, *s.cl, [&s](const std::string& m) { s.log(m); });
     notice = std::make_unique<oi::SlowNotice>(
         s.options.log,
         "compiling: the first inference includes the driver's code generation for each of its kernels "
         "(once; later runs find it in the driver's cache)",
         2000);
+  }
   s.plan_ran = true;
-  if (!s.options.profiling) return oi::execute(*s.plan, *s.cl, ins, nullptr, fetch);
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<cl_event> events;
-  struct Release {
-    std::vector<cl_event>& e;
-    ~Release() {
-      for (cl_event x : e)
-        if (x) clReleaseEvent(x);
-    }
-  } release{events};
-  auto out = oi::execute(*s.plan, *s.cl, ins, &events, fetch);
-  s.profile.add_run(*s.plan, events, ms_since(t0) * 1000.0);
+  std::map<std::string, Tensor> out;
+  if (!s.options.profiling) {
+    out = oi::execute(*s.plan, *s.cl, ins, nullptr, fetch);
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<cl_event> events;
+    struct Release {
+      std::vector<cl_event>& e;
+      ~Release() {
+        for (cl_event x : e)
+          if (x) clReleaseEvent(x);
+      }
+    } release{events};
+    out = oi::execute(*s.plan, *s.cl, ins, &events, fetch);
+    s.profile.add_run(*s.plan, events, ms_since(t0) * 1000.0);
+  }
+  if (helpers) helpers->finished();
   return out;
 }
 

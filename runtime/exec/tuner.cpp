@@ -11,17 +11,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/backend/cl_runtime.hpp"
+
 namespace oi {
 
 namespace {
 
 constexpr const char* kHeader = "ocl-infer tuning cache v1";
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> r;
@@ -41,10 +37,7 @@ bool hex16(const std::string& s) {
 
 std::string tuning_device_key(const std::string& platform, const std::string& device, const std::string& driver,
                               const std::string& version) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a(platform + '|' + device + '|' + driver + '|' + version)));
-  return hex;
+  return hex16(fnv1a(platform + '|' + device + '|' + driver + '|' + version));
 }
 
 Tuner::Tuner(std::string path, std::string device_key, std::string sources_hash, bool tune, double budget_s,

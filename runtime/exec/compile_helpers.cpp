@@ -1,0 +1,361 @@
+#include "runtime/exec/compile_helpers.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "ops/build_context.hpp"
+#include "runtime/backend/cl_runtime.hpp"
+#include "runtime/exec/plan.hpp"
+
+extern char** environ;
+
+namespace oi {
+
+namespace {
+
+constexpr const char* kJobHeader = "ocl-infer compile job 1";
+
+std::string join_sizes(const std::vector<size_t>& v) {
+  std::string r = std::to_string(v.size());
+  for (size_t x : v) r += '\t' + std::to_string(x);
+  return r;
+}
+
+// What identifies a launch's compiled kernel in the driver's cache: the program (its units and
+// options, the kernel sources, the extra build options), the kernel, and the launch's global and
+// local sizes (PoCL specialises a kernel on its local size and on the grid's size).
+std::string spec_key(ClRuntime& cl, const Launch& l) {
+  std::string program;
+  const auto units = cl.bundle_units(l.file, l.options);
+  if (units.empty()) program = "single\t" + l.file + '\t' + l.options;
+  for (const auto& [file, options] : units) program += "unit\t" + file + '\t' + options + '\n';
+  return cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n' + program + '\n' +
+         l.entry + '\n' + join_sizes(l.global) + '|' + join_sizes(l.local);
+}
+
+// The number of helpers to start: $OCL_INFER_COMPILE_HELPERS, else one per CPU core beyond the
+// first, at most 3 (each holds a driver and its compiler: ~150 MB).
+int helper_limit() {
+  if (const char* e = std::getenv("OCL_INFER_COMPILE_HELPERS"); e && *e) {
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (end && *end == '\0' && v >= 0) return static_cast<int>(std::min(v, 64L));
+  }
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores - 1, 0, 3);
+}
+
+bool executable(const std::string& p) { return !p.empty() && access(p.c_str(), X_OK) == 0; }
+
+// The helper executable: $OCL_INFER_COMPILE_HELPER, else `ocl-infer` beside this library (the
+// build tree) or in ../bin (an installation), else this process when it is `ocl-infer`.
+std::string helper_executable() {
+  if (const char* e = std::getenv("OCL_INFER_COMPILE_HELPER"); e && *e) return executable(e) ? e : "";
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&compile_helper_main), &info) && info.dli_fname) {
+    std::string dir = info.dli_fname;
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+    for (const std::string& c : {dir + "/ocl-infer", dir + "/../bin/ocl-infer"})
+      if (executable(c)) return c;
+  }
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    const std::string p(self, static_cast<size_t>(n));
+    if (p.size() >= 10 && p.compare(p.size() - 10, 10, "/ocl-infer") == 0 && executable(p)) return p;
+  }
+  return "";
+}
+
+std::string hex_bytes(const std::vector<unsigned char>& b) {
+  static const char* d = "0123456789abcdef";
+  std::string r;
+  r.reserve(b.size() * 2);
+  for (unsigned char c : b) r += d[c >> 4], r += d[c & 15];
+  return r;
+}
+
+bool parse_hex_bytes(const std::string& s, std::vector<unsigned char>* out) {
+  if (s.size() % 2) return false;
+  auto nib = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  out->resize(s.size() / 2);
+  for (size_t i = 0; i < out->size(); ++i) {
+    const int hi = nib(s[2 * i]), lo = nib(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    (*out)[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return true;
+}
+
+// One launch of the job: its program, kernel, sizes and arguments.
+std::string describe_launch(ClRuntime& cl, const Plan& plan, const Launch& l) {
+  std::ostringstream o;
+  o << "launch\t" << l.file << '\t' << l.entry << '\t' << l.options << '\n';
+  const auto units = cl.bundle_units(l.file, l.options);
+  o << "bundle\t" << units.size() << '\n';
+  for (const auto& [file, options] : units) o << "unit\t" << file << '\t' << options << '\n';
+  o << "global\t" << join_sizes(l.global) << '\n' << "local\t" << join_sizes(l.local) << '\n';
+  for (const KernelArg& a : l.args) {
+    switch (a.kind) {
+      case KernelArg::Kind::Mem: {
+        size_t bytes = 0;
+        if (a.mem) clGetMemObjectInfo(a.mem, CL_MEM_SIZE, sizeof bytes, &bytes, nullptr);
+        auto c = plan.small_constants.find(a.mem);
+        o << "arg\tm\t" << bytes << '\t'
+          << (c != plan.small_constants.end() && c->second.size() == bytes ? hex_bytes(c->second) : "-") << '\n';
+        break;
+      }
+      case KernelArg::Kind::Int32: o << "arg\ti\t" << a.i << '\n'; break;
+      case KernelArg::Kind::Int64: o << "arg\tl\t" << a.i << '\n'; break;
+      case KernelArg::Kind::Float32:
+      case KernelArg::Kind::Float64: {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &a.f, sizeof bits);
+        o << "arg\t" << (a.kind == KernelArg::Kind::Float32 ? 'f' : 'd') << '\t' << bits << '\n';
+        break;
+      }
+    }
+  }
+  o << "end\n";
+  return o.str();
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> r;
+  size_t b = 0;
+  for (;;) {
+    const size_t e = line.find('\t', b);
+    r.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) return r;
+    b = e + 1;
+  }
+}
+
+std::set<std::string> read_ledger(const std::string& path) {
+  std::set<std::string> r;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line))
+    if (line.size() == 16 && line.find_first_not_of("0123456789abcdef") == std::string::npos) r.insert(line);
+  return r;
+}
+
+}  // namespace
+
+std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntime& cl,
+                                                      const std::function<void(const std::string&)>& log) {
+  const int limit = helper_limit();
+  if (limit == 0 || cl.cache_dir().empty() || !cl.driver_keeps_binaries()) return nullptr;
+  // With PoCL's own cache turned off, nothing a helper compiles reaches the run.
+  if (const char* e = std::getenv("POCL_KERNEL_CACHE"); e && std::string(e) == "0") return nullptr;
+  std::unique_ptr<CompileHelpers> h(new CompileHelpers);
+  h->ledger_path_ = cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt";
+  const std::set<std::string> known = read_ledger(h->ledger_path_);
+  std::set<std::string> seen;
+  std::vector<const Launch*> todo;  // the new specialisations, each once, in the run's order
+  for (const Launch& l : plan.launches) {
+    const std::string spec = hex16(fnv1a(spec_key(cl, l)));
+    if (known.count(spec) || !seen.insert(spec).second) continue;
+    h->new_specs_.push_back(spec);
+    todo.push_back(&l);
+  }
+  const int n = std::min<int>(limit, static_cast<int>(todo.size()) / 2);
+  if (n == 0) return h;
+  const std::string exe = helper_executable();
+  if (exe.empty()) return h;
+  int device_index = -1;
+  try {
+    const auto devices = enumerate_devices();
+    for (size_t i = 0; i < devices.size(); ++i)
+      if (devices[i].device == cl.device()) device_index = static_cast<int>(i);
+  } catch (const std::exception&) {
+  }
+  if (device_index < 0) return h;
+  std::vector<std::string> described;
+  described.reserve(todo.size());
+  for (const Launch* l : todo) described.push_back(describe_launch(cl, plan, *l));
+  const std::string head = std::string(kJobHeader) + "\nsources\t" + kernel_sources_hash() + "\ndevice\t" +
+                           std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\n';
+  for (int i = 1; i <= n; ++i) {
+    // Helper i compiles the first i/(n+1) of the new kernels, last first; the run goes from the
+    // first. Helpers that overlap find each other's kernels in the driver's cache.
+    const size_t end = todo.size() * static_cast<size_t>(i + 1) / static_cast<size_t>(n + 1);
+    std::string job = head;
+    for (size_t k = end; k-- > 0;) job += described[k];
+    char path[4096];
+    std::snprintf(path, sizeof path, "%s/job-%d-%d-XXXXXX", cl.cache_dir().c_str(), static_cast<int>(getpid()), i);
+    const int fd = mkstemp(path);
+    if (fd < 0) break;
+    const bool written = write(fd, job.data(), job.size()) == static_cast<ssize_t>(job.size());
+    close(fd);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    std::string arg0 = exe, arg1 = "--compile-helper", arg2 = path;
+    char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+    pid_t pid = -1;
+    const int err = written ? posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, environ) : -1;
+    posix_spawn_file_actions_destroy(&actions);
+    if (err != 0) {
+      unlink(path);
+      break;
+    }
+    h->pids_.push_back(pid);
+    h->jobs_.push_back(path);
+  }
+  if (log && !h->pids_.empty())
+    log("compiling: " + std::to_string(h->pids_.size()) + " helper process" + (h->pids_.size() > 1 ? "es" : "") +
+        " compile " + std::to_string(todo.size()) + " new kernels with this run (" + exe + ")");
+  return h;
+}
+
+void CompileHelpers::stop() {
+  for (pid_t p : pids_) kill(p, SIGKILL);
+  for (pid_t p : pids_) {
+    int status = 0;
+    while (waitpid(p, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pids_.clear();
+  // A helper deletes its job once read; one killed before that leaves it.
+  for (const std::string& j : jobs_) unlink(j.c_str());
+  jobs_.clear();
+}
+
+CompileHelpers::~CompileHelpers() { stop(); }
+
+void CompileHelpers::finished() {
+  stop();
+  if (new_specs_.empty()) return;
+  std::string lines;
+  for (const std::string& s : new_specs_) lines += s + '\n';
+  // Appended in one write: runs in parallel each add whole lines; readers skip anything else.
+  const int fd = open(ledger_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) return;
+  if (write(fd, lines.data(), lines.size()) < 0) {
+  }
+  close(fd);
+  new_specs_.clear();
+}
+
+int compile_helper_main(const std::string& job_path) {
+  std::ifstream f(job_path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  f.close();
+  unlink(job_path.c_str());
+  if (lines.size() < 3 || lines[0] != kJobHeader) return 2;
+  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]);
+  if (sources.size() != 2 || sources[0] != "sources" || device.size() != 3 || device[0] != "device") return 2;
+  if (sources[1] != kernel_sources_hash()) return 3;
+  try {
+    const auto devices = enumerate_devices();
+    const size_t index = std::strtoul(device[1].c_str(), nullptr, 10);
+    if (index >= devices.size()) return 3;
+    ClRuntime cl(devices[index], "off", [](const std::string&) {}, false);
+    if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
+    size_t i = 3;
+    while (i < lines.size()) {
+      // One launch: launch, bundle, units, global, local, args, end.
+      const auto head = split_tabs(lines[i++]);
+      if (head.size() != 4 || head[0] != "launch") return 2;
+      Launch l;
+      l.file = head[1];
+      l.entry = head[2];
+      l.options = head[3];
+      std::vector<std::pair<std::string, std::string>> units;
+      std::vector<BufferPtr> buffers;
+      bool ok = true;
+      for (; i < lines.size() && lines[i] != "end"; ++i) {
+        const auto t = split_tabs(lines[i]);
+        if (t[0] == "unit" && t.size() == 3) {
+          units.push_back({t[1], t[2]});
+        } else if ((t[0] == "global" || t[0] == "local") && t.size() >= 2) {
+          auto& v = t[0] == "global" ? l.global : l.local;
+          for (size_t k = 2; k < t.size(); ++k) v.push_back(std::strtoull(t[k].c_str(), nullptr, 10));
+        } else if (t[0] == "arg" && t.size() >= 3) {
+          KernelArg a;
+          if (t[1] == "m" && t.size() == 4) {
+            const size_t bytes = std::strtoull(t[2].c_str(), nullptr, 10);
+            std::vector<unsigned char> content;
+            if (bytes > 0) {
+              if (t[3] != "-" && parse_hex_bytes(t[3], &content) && content.size() == bytes) {
+                buffers.push_back(cl.upload(content.data(), bytes));
+              } else {
+                // Zeros: the kernels' geometry comes from the parameters above, so every index
+                // stays where the plan's own run keeps it.
+                buffers.push_back(cl.alloc(bytes));
+                const cl_uchar zero = 0;
+                cl_check(clEnqueueFillBuffer(cl.queue(), buffers.back()->mem, &zero, 1, 0, bytes, 0, nullptr, nullptr),
+                         "clEnqueueFillBuffer");
+              }
+              a.mem = buffers.back()->mem;
+            }
+          } else if (t[1] == "i" || t[1] == "l") {
+            a.kind = t[1] == "i" ? KernelArg::Kind::Int32 : KernelArg::Kind::Int64;
+            a.i = std::strtoll(t[2].c_str(), nullptr, 10);
+          } else if (t[1] == "f" || t[1] == "d") {
+            a.kind = t[1] == "f" ? KernelArg::Kind::Float32 : KernelArg::Kind::Float64;
+            const uint64_t bits = std::strtoull(t[2].c_str(), nullptr, 10);
+            std::memcpy(&a.f, &bits, sizeof bits);
+          } else {
+            ok = false;
+          }
+          l.args.push_back(a);
+        } else if (t[0] != "bundle") {
+          ok = false;
+        }
+      }
+      ++i;  // "end"
+      if (!ok) return 2;
+      try {
+        if (!units.empty()) {
+          cl.build_bundle_exact(units);
+          // A bundle that did not build here would make kernel() build the unit on its own: a
+          // program the run does not use.
+          if (cl.bundle_units(l.file, l.options).empty()) continue;
+        }
+        resolve_launch(cl, l);
+        // One work-group is enough where it compiles the same kernel: PoCL specialises a kernel on
+        // its work-group size and on whether every grid dimension is narrower than 65,535, and the
+        // first work-group's indices are inside the plan's grid. Then the helper spends its time
+        // compiling rather than computing.
+        if (!l.local.empty() && l.local.size() == l.global.size() &&
+            *std::max_element(l.global.begin(), l.global.end()) < 65535)
+          l.global = l.local;
+        cl_check(clEnqueueNDRangeKernel(cl.queue(), l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
+                                        l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
+                                        nullptr),
+                 "clEnqueueNDRangeKernel");
+        cl_check(clFinish(cl.queue()), "clFinish");
+      } catch (const std::exception&) {
+        // The run compiles this one itself.
+      }
+    }
+  } catch (const std::exception&) {
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace oi

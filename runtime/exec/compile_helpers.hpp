@@ -1,0 +1,64 @@
+// Compile helpers: processes that compile a plan's kernels into the driver's cache while the plan's
+// first run compiles them too, from the other end.
+//
+// PoCL compiles each kernel at its first launch (0.1-0.8 s of LLVM work per kernel on a Zen 5 core)
+// under one process-wide LLVM lock, so a first run compiles one kernel after another on one core
+// however many the machine has; resnet18's first run spent ~2.5 of its ~3.5 s there. The driver
+// keeps what it compiled in a disk cache that every process shares, written atomically. So, on a
+// plan's first run, helper processes (the `ocl-infer` executable, started with a job file) build
+// the same programs and launch the plan's kernels in reverse order on zero-filled buffers with the
+// plan's own geometry, while the run goes forward; whatever a helper finished before the run gets
+// there is a cache hit. The run never waits for a helper and kills them when it is done; a helper
+// that fails changes nothing but the time.
+//
+// Only for drivers that keep their own cache (ClRuntime::driver_keeps_binaries()) and with a cache
+// folder: a ledger there (compiled-<device>.txt) lists the kernel specialisations that runs have
+// launched, so that later runs start no helper. $OCL_INFER_COMPILE_HELPERS=N caps the helpers
+// (default: one per further CPU core, at most 3; 0 turns them off); $OCL_INFER_COMPILE_HELPER
+// names the executable (default: `ocl-infer` beside the library or in ../bin).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace oi {
+
+class ClRuntime;
+struct Plan;
+
+class CompileHelpers {
+ public:
+  // Before a plan's first run: finds the plan's kernel specialisations missing from the ledger and
+  // starts helpers for them when there are at least two. Null when helpers do not apply here
+  // (driver, cache folder, setting); otherwise an object whose finished() records the plan.
+  static std::unique_ptr<CompileHelpers> start(const Plan& plan, ClRuntime& cl,
+                                               const std::function<void(const std::string&)>& log);
+  // Kills the helpers still running and reaps them.
+  ~CompileHelpers();
+  CompileHelpers(const CompileHelpers&) = delete;
+  CompileHelpers& operator=(const CompileHelpers&) = delete;
+
+  // After the first run succeeded: stops the helpers and adds the plan's new specialisations to
+  // the ledger.
+  void finished();
+  int helpers() const { return static_cast<int>(pids_.size()); }
+  int new_kernels() const { return static_cast<int>(new_specs_.size()); }
+
+ private:
+  CompileHelpers() = default;
+  void stop();
+  std::string ledger_path_;
+  std::vector<std::string> new_specs_;  // hashes of specialisations not in the ledger
+  std::vector<pid_t> pids_;
+  std::vector<std::string> jobs_;  // the helpers' job files
+};
+
+// The helper's side: runs the job in `job_path` (and deletes the file). Returns the process's exit
+// status: 0 done, 2 unreadable job, 3 the job is for other kernel sources or another device.
+int compile_helper_main(const std::string& job_path);
+
+}  // namespace oi

@@ -1,0 +1,291 @@
+// Compile helpers (runtime/exec/compile_helpers.hpp): a plan's first run starts helper processes
+// that compile its kernels into the driver's cache. The run's results must not depend on them (a
+// helper that fails or does nothing changes only the time), the ledger must stop later runs from
+// starting helpers, a helper must really compile the job's kernels into the driver's cache, and a
+// job it cannot trust must be refused.
+//
+// This binary gives PoCL a fresh cache folder of its own before any OpenCL call, so that its first
+// runs really compile.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/backend/cl_runtime.hpp"
+#include "runtime/exec/compile_helpers.hpp"
+#include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
+
+using namespace testing_util;
+
+namespace {
+
+std::string make_temp_dir(const char* what) {
+  std::string t = std::string("/tmp/ocl-infer-") + what + "-XXXXXX";
+  if (!mkdtemp(t.data())) return "";
+  return t;
+}
+
+// PoCL reads POCL_CACHE_DIR once, at its first use in the process; its cache is what helpers
+// fill, so it is on here even where the caller turned it off (tools/sanitize.sh).
+const std::string kPoclCache = [] {
+  std::string d = make_temp_dir("helpers-pocl");
+  setenv("POCL_CACHE_DIR", d.c_str(), 1);
+  setenv("POCL_KERNEL_CACHE", "1", 1);
+  return d;
+}();
+
+// The files below `dir` whose names end with `suffix`, recursively.
+void find_files(const std::string& dir, const std::string& suffix, std::vector<std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = dir + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) find_files(path, suffix, out);
+    else if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out->push_back(path);
+  }
+  closedir(d);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// build/ocl-infer, beside this test's folder (build/tests).
+std::string cli_path() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string p(self, static_cast<size_t>(n));
+  p = p.substr(0, p.rfind('/'));
+  return p.substr(0, p.rfind('/')) + "/ocl-infer";
+}
+
+// A model of several distinct kernels: convs of three shapes (the last k x k), a max pool, a
+// sigmoid. A k no earlier test used makes programs that this process has not compiled yet.
+struct Model {
+  ModelBuilder m;
+  Tensor x, w1, w2, w3;
+  int64_t k;
+  Model(uint32_t seed, int64_t k_ = 5) : k(k_) {
+    std::mt19937 rng(seed);
+    x = random_tensor({1, 6, 13, 11}, rng);
+    w1 = random_tensor({16, 6, 3, 3}, rng);
+    w2 = random_tensor({8, 16, 1, 1}, rng);
+    w3 = random_tensor({5, 8, k, k}, rng);
+    m.input("x", DType::Float32, {1, 6, 13, 11}).output("y");
+    m.initializer("w1", w1).initializer("w2", w2).initializer("w3", w3);
+    attr_ints(m.node("Conv", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c1"}, {"r1"});
+    m.node("Conv", {"r1", "w2"}, {"c2"});
+    attr_ints(m.node("Conv", {"c2", "w3"}, {"c3"}), "pads", {k / 2, k / 2, k / 2, k / 2});
+    attr_ints(m.node("MaxPool", {"c3"}, {"p"}), "kernel_shape", {2, 2});
+    m.node("Sigmoid", {"p"}, {"y"});
+  }
+  // The CPU reference: conv, relu, conv, conv, 2x2 max pool (stride 1), sigmoid.
+  Tensor reference() const {
+    const Tensor c1 = reference::unary(reference::conv2d(x, w1, nullptr, 1, 1), reference::relu);
+    const Tensor c3 =
+        reference::conv2d(reference::conv2d(c1, w2, nullptr, 0, 1), w3, nullptr, static_cast<int>(k / 2), 1);
+    const int64_t C = c3.shape[1], H = c3.shape[2], W = c3.shape[3];
+    Tensor y(DType::Float32, {1, C, H - 1, W - 1});
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h + 1 < H; ++h)
+        for (int64_t w = 0; w + 1 < W; ++w) {
+          float mx = -INFINITY;
+          for (int64_t dh = 0; dh < 2; ++dh)
+            for (int64_t dw = 0; dw < 2; ++dw) mx = std::max(mx, c3.data<float>()[(c * H + h + dh) * W + w + dw]);
+          y.data<float>()[(c * (H - 1) + h) * (W - 1) + w] = 1.0f / (1.0f + std::exp(-mx));
+        }
+    return y;
+  }
+};
+
+struct RunResult {
+  Tensor y;
+  std::vector<std::string> log;
+  bool helpers_started() const {
+    for (const auto& l : log)
+      if (l.find("helper process") != std::string::npos) return true;
+    return false;
+  }
+};
+
+RunResult run(const Model& model, const std::string& cache_dir) {
+  RunResult r;
+  ocl_infer::SessionOptions so;
+  so.cache_dir = cache_dir;
+  so.tuning_cache = "off";
+  so.log = [&r](const std::string& line) { r.log.push_back(line); };
+  const std::string bytes = model.m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  r.y = s.run({{"x", model.x}}).at("y");
+  return r;
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const std::string& n, const std::string& v) : name(n) { setenv(n.c_str(), v.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+TEST(CompileHelpers, FirstRunStartsHelpersResultsUnchangedLedgerStopsTheNext) {
+  ASSERT_FALSE(kPoclCache.empty());
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");  // also on a one-core machine
+  const Model model(3);
+  const std::string dir = make_temp_dir("helpers-cache");
+  const RunResult first = run(model, dir);
+  EXPECT_TRUE(first.helpers_started()) << "a new plan on PoCL, with a cache folder";
+  EXPECT_LT(reference::rel_error(first.y, model.reference()), 1e-5);
+  // The ledger lists the plan's kernel specialisations, one 16-hex-digit line each.
+  std::vector<std::string> ledgers;
+  find_files(dir, ".txt", &ledgers);
+  std::string ledger;
+  for (const auto& f : ledgers)
+    if (f.find("/compiled-") != std::string::npos) ledger = read_text(f);
+  std::istringstream lines(ledger);
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n)
+    EXPECT_TRUE(line.size() == 16 && line.find_first_not_of("0123456789abcdef") == std::string::npos) << line;
+  EXPECT_GE(n, 4) << "three convs, a pool, a sigmoid";
+  // No job file is left behind.
+  std::vector<std::string> files;
+  find_files(dir, "", &files);
+  for (const auto& f : files) EXPECT_EQ(f.find("/job-"), std::string::npos) << f;
+  // The same plan again: everything is in the ledger, no helper; the same bits.
+  const RunResult second = run(model, dir);
+  EXPECT_FALSE(second.helpers_started());
+  EXPECT_EQ(second.y.bytes, first.y.bytes);
+  // Without helpers, in a fresh cache folder: the same bits.
+  const ScopedEnv off("OCL_INFER_COMPILE_HELPERS", "0");
+  const RunResult none = run(model, make_temp_dir("helpers-none"));
+  EXPECT_FALSE(none.helpers_started());
+  EXPECT_EQ(none.y.bytes, first.y.bytes);
+}
+
+// Helpers that fail at once, crash, or never finish (killed when the run ends) change nothing.
+TEST(CompileHelpers, FailingHelpersChangeNothing) {
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  const Model model(5);
+  const Tensor want = model.reference();
+  const std::string scripts = make_temp_dir("helpers-scripts");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"exits", "#!/bin/sh\nexit 1\n"},
+      {"crashes", "#!/bin/sh\nkill -SEGV $$\n"},
+      {"hangs", "#!/bin/sh\nexec sleep 600\n"},
+  };
+  for (const auto& [name, body] : cases) {
+    const std::string path = scripts + "/" + name + ".sh";
+    std::ofstream(path) << body;
+    chmod(path.c_str(), 0755);
+    const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", path);
+    const RunResult r = run(model, make_temp_dir("helpers-failing"));
+    EXPECT_TRUE(r.helpers_started()) << name;
+    EXPECT_LT(reference::rel_error(r.y, want), 1e-5) << name;
+  }
+  // A helper executable that does not exist: no helper, the same result.
+  const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", scripts + "/missing");
+  const RunResult r = run(model, make_temp_dir("helpers-missing"));
+  EXPECT_FALSE(r.helpers_started());
+  EXPECT_LT(reference::rel_error(r.y, want), 1e-5);
+}
+
+// A helper compiles the kernels of its job into the driver's cache: the job a run wrote (saved by
+// a wrapper), given to `ocl-infer --compile-helper` with an empty PoCL cache of its own, leaves a
+// compiled kernel there for each kernel the job names.
+TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
+  const std::string cli = cli_path();
+  ASSERT_EQ(access(cli.c_str(), X_OK), 0) << cli;
+  const std::string dir = make_temp_dir("helpers-job");
+  const std::string saved = dir + "/saved-job.txt", wrapper = dir + "/wrapper.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\ncp \"$2\" '" << saved << "'\nexec '" << cli << "' \"$@\"\n";
+  chmod(wrapper.c_str(), 0755);
+  {
+    const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+    const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", wrapper);
+    const RunResult r = run(Model(9, 7), dir + "/cache");
+    ASSERT_TRUE(r.helpers_started());
+  }
+  // The wrapper may still be copying when the run has ended and killed it: wait a little.
+  for (int i = 0; i < 50 && access(saved.c_str(), R_OK) != 0; ++i) usleep(100000);
+  const std::string job = read_text(saved);
+  ASSERT_FALSE(job.empty()) << "the wrapper saved no job";
+  std::set<std::string> kernels;
+  std::istringstream in(job);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream f(line);
+    for (std::string field; std::getline(f, field, '\t');) fields.push_back(field);
+    if (fields.size() >= 3 && fields[0] == "launch") kernels.insert(fields[2]);
+  }
+  EXPECT_GE(kernels.size(), 4u) << job.substr(0, 2000);
+  // The helper on a copy (it deletes its job), with a PoCL cache of its own.
+  const std::string copy = dir + "/job-copy.txt", pocl = dir + "/pocl";
+  std::ofstream(copy) << job;
+  const std::string cmd =
+      "POCL_KERNEL_CACHE=1 POCL_CACHE_DIR='" + pocl + "' '" + cli + "' --compile-helper '" + copy + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << cmd;
+  EXPECT_NE(access(copy.c_str(), F_OK), 0) << "the helper deletes its job";
+  std::vector<std::string> compiled;
+  find_files(pocl, ".so", &compiled);
+  EXPECT_GE(compiled.size(), kernels.size()) << "one compiled kernel per launch of the job";
+}
+
+// Jobs a helper cannot trust: unreadable, damaged, for other kernel sources or another device.
+TEST(CompileHelpers, HelperRefusesForeignOrDamagedJobs) {
+  const std::string dir = make_temp_dir("helpers-bad");
+  auto helper_on = [&](const std::string& text) {
+    const std::string path = dir + "/job.txt";
+    std::ofstream(path) << text;
+    const int rc = oi::compile_helper_main(path);
+    EXPECT_NE(access(path.c_str(), F_OK), 0) << "the job file is deleted whatever it held";
+    return rc;
+  };
+  EXPECT_EQ(oi::compile_helper_main(dir + "/missing.txt"), 2);
+  EXPECT_EQ(helper_on(""), 2);
+  EXPECT_EQ(helper_on("not a job\n"), 2);
+  const std::string head = "ocl-infer compile job 1\n";
+  EXPECT_EQ(helper_on(head + "sources\t0000000000000000\ndevice\t0\t0000000000000000\n"), 3);
+  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t0000000000000000\n"), 3)
+      << "another device's key";
+  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t999\t0000000000000000\n"), 3);
+  // The right device, then a damaged launch record.
+  const oi::DeviceHandle dev = oi::enumerate_devices().at(0);
+  std::string key;
+  {
+    oi::ClRuntime cl(dev, "off", nullptr);
+    key = oi::hex16(oi::fnv1a(cl.device_key()));
+  }
+  const std::string good = head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t" + key + "\n";
+  EXPECT_EQ(helper_on(good), 0) << "no launch: nothing to do";
+  EXPECT_EQ(helper_on(good + "launch\tx\n"), 2);
+  EXPECT_EQ(helper_on(good + "launch\tconv\tconv_f32_packed\t-DOCB=16\nbogus\t1\nend\n"), 2);
+  // A launch of a kernel that does not exist: skipped, not fatal.
+  EXPECT_EQ(helper_on(good + "launch\tnosuchfile\tk\t\nbundle\t0\nglobal\t1\t1\nlocal\t0\nend\n"), 0);
+}
+
+}  // namespace
