@@ -37,13 +37,13 @@ std::string join_sizes(const std::vector<size_t>& v) {
 // What identifies a launch's compiled kernel in the driver's cache: the program (its units and
 // options, the kernel sources, the extra build options), the kernel, and the launch's global and
 // local sizes (PoCL specialises a kernel on its local size and on the grid's size).
-std::string spec_key(ClRuntime& cl, const Launch& l) {
+// `common`: the device key, the kernel sources' hash and the extra build options.
+std::string spec_key(ClRuntime& cl, const std::string& common, const Launch& l) {
   std::string program;
   const auto units = cl.bundle_units(l.file, l.options);
   if (units.empty()) program = "single\t" + l.file + '\t' + l.options;
   for (const auto& [file, options] : units) program += "unit\t" + file + '\t' + options + '\n';
-  return cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n' + program + '\n' +
-         l.entry + '\n' + join_sizes(l.global) + '|' + join_sizes(l.local);
+  return common + program + '\n' + l.entry + '\n' + join_sizes(l.global) + '|' + join_sizes(l.local);
 }
 
 // The number of helpers to start: $OCL_INFER_COMPILE_HELPERS, else one per CPU core beyond the
@@ -171,8 +171,10 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   const std::set<std::string> known = read_ledger(h->ledger_path_);
   std::set<std::string> seen;
   std::vector<const Launch*> todo;  // the new specialisations, each once, in the run's order
+  const std::string sources = kernel_sources_hash();
+  const std::string common = cl.device_key() + '\n' + sources + '\n' + build_options_suffix() + '\n';
   for (const Launch& l : plan.launches) {
-    const std::string spec = hex16(fnv1a(spec_key(cl, l)));
+    const std::string spec = hex16(fnv1a(spec_key(cl, common, l)));
     if (known.count(spec) || !seen.insert(spec).second) continue;
     h->new_specs_.push_back(spec);
     todo.push_back(&l);
@@ -192,7 +194,7 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   std::vector<std::string> described;
   described.reserve(todo.size());
   for (const Launch* l : todo) described.push_back(describe_launch(cl, plan, *l));
-  const std::string head = std::string(kJobHeader) + "\nsources\t" + kernel_sources_hash() + "\ndevice\t" +
+  const std::string head = std::string(kJobHeader) + "\nsources\t" + sources + "\ndevice\t" +
                            std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\n';
   for (int i = 1; i <= n; ++i) {
     // Helper i compiles the first i/(n+1) of the new kernels, last first; the run goes from the
