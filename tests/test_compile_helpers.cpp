@@ -1,4 +1,4 @@
-// Compile helpers (runtime/exec/compile_helpers.hpp): a plan's first run starts helper processes
+// Compile helpers (runtime/exec/compile_helpers.hpp, through ocl_infer::run_compile_helper): a plan's first run starts helper processes
 // that compile its kernels into the driver's cache. The run's results must not depend on them (a
 // helper that fails or does nothing changes only the time), the ledger must stop later runs from
 // starting helpers, a helper must really compile the job's kernels into the driver's cache, and a
@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "runtime/backend/cl_runtime.hpp"
-#include "runtime/exec/compile_helpers.hpp"
 #include "tests/model_builder.hpp"
 #include "tests/reference_ops.hpp"
 
@@ -241,11 +240,16 @@ TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
     if (fields.size() >= 3 && fields[0] == "launch") kernels.insert(fields[2]);
   }
   EXPECT_GE(kernels.size(), 4u) << job.substr(0, 2000);
-  // The helper on a copy (it deletes its job), with a PoCL cache of its own.
+  // The helper on a copy (it deletes its job), with a PoCL cache of its own, started by this
+  // process (the shell execs it): a helper whose parent is not the job's gives up.
   const std::string copy = dir + "/job-copy.txt", pocl = dir + "/pocl";
-  std::ofstream(copy) << job;
+  std::string mine = job;
+  const size_t at = mine.find("\nparent\t");
+  ASSERT_NE(at, std::string::npos);
+  mine.replace(at, mine.find('\n', at + 1) - at, "\nparent\t" + std::to_string(getpid()));
+  std::ofstream(copy) << mine;
   const std::string cmd =
-      "POCL_KERNEL_CACHE=1 POCL_CACHE_DIR='" + pocl + "' '" + cli + "' --compile-helper '" + copy + "'";
+      "exec env POCL_KERNEL_CACHE=1 POCL_CACHE_DIR='" + pocl + "' '" + cli + "' --compile-helper '" + copy + "'";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << cmd;
   EXPECT_EQ(WEXITSTATUS(status), 0) << cmd;
@@ -261,18 +265,21 @@ TEST(CompileHelpers, HelperRefusesForeignOrDamagedJobs) {
   auto helper_on = [&](const std::string& text) {
     const std::string path = dir + "/job.txt";
     std::ofstream(path) << text;
-    const int rc = oi::compile_helper_main(path);
+    const int rc = ocl_infer::run_compile_helper(path);
     EXPECT_NE(access(path.c_str(), F_OK), 0) << "the job file is deleted whatever it held";
     return rc;
   };
-  EXPECT_EQ(oi::compile_helper_main(dir + "/missing.txt"), 2);
+  EXPECT_EQ(ocl_infer::run_compile_helper(dir + "/missing.txt"), 2);
   EXPECT_EQ(helper_on(""), 2);
   EXPECT_EQ(helper_on("not a job\n"), 2);
-  const std::string head = "ocl-infer compile job 1\n";
-  EXPECT_EQ(helper_on(head + "sources\t0000000000000000\ndevice\t0\t0000000000000000\n"), 3);
-  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t0000000000000000\n"), 3)
+  const std::string head = "ocl-infer compile job 1\n", parent = "parent\t" + std::to_string(getppid()) + "\n";
+  EXPECT_EQ(helper_on(head + "sources\t0000000000000000\ndevice\t0\t0000000000000000\n" + parent), 3);
+  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t0000000000000000\n" + parent), 3)
       << "another device's key";
-  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t999\t0000000000000000\n"), 3);
+  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t999\t0000000000000000\n" + parent),
+            3);
+  EXPECT_EQ(helper_on(head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t0000000000000000\n"), 2)
+      << "no parent line";
   // The right device, then a damaged launch record.
   const oi::DeviceHandle dev = oi::enumerate_devices().at(0);
   std::string key;
@@ -280,7 +287,7 @@ TEST(CompileHelpers, HelperRefusesForeignOrDamagedJobs) {
     oi::ClRuntime cl(dev, "off", nullptr);
     key = oi::hex16(oi::fnv1a(cl.device_key()));
   }
-  const std::string good = head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t" + key + "\n";
+  const std::string good = head + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t" + key + "\n" + parent;
   EXPECT_EQ(helper_on(good), 0) << "no launch: nothing to do";
   EXPECT_EQ(helper_on(good + "launch\tx\n"), 2);
   EXPECT_EQ(helper_on(good + "launch\tconv\tconv_f32_packed\t-DOCB=16\nbogus\t1\nend\n"), 2);

@@ -18,7 +18,6 @@
 #include <sstream>
 
 #include "ocl_infer/ocl_infer.hpp"
-#include "runtime/exec/compile_helpers.hpp"
 #include "tools/cli_io.hpp"
 #include "tools/cli_parse.hpp"
 #include "tools/precision_check.hpp"
@@ -671,8 +670,8 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1024 << 20);
   if (argc > 1 && std::string(argv[1]) == "quantize") return cli::quantize_command(argc - 1, argv + 1);
-  // A compile helper started by the library (runtime/exec/compile_helpers.hpp), not for people.
-  if (argc == 3 && std::string(argv[1]) == "--compile-helper") return oi::compile_helper_main(argv[2]);
+  // A compile helper started by the library (README, "Compile helpers"), not for people.
+  if (argc == 3 && std::string(argv[1]) == "--compile-helper") return ocl_infer::run_compile_helper(argv[2]);
   Args a;
   try {
     a = parse(argc, argv);

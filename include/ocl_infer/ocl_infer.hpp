@@ -366,4 +366,11 @@ Tensor read_tensor_proto(const std::string& path);
 
 const char* version();
 
+// A compile helper's work (README, "Compile helpers"): a session's first run on a driver such as
+// PoCL starts `ocl-infer --compile-helper JOB` to compile its kernels in parallel. An application
+// that names its own executable as the helper ($OCL_INFER_COMPILE_HELPER) calls this from main()
+// when argv[1] is "--compile-helper", with argv[2], and exits with the returned status (0 done, 2
+// unreadable job, 3 a job for other kernel sources or another device). It deletes the job file.
+int run_compile_helper(const std::string& job_path);
+
 }  // namespace ocl_infer

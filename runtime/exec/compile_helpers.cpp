@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ocl_infer/ocl_infer.hpp"
 #include "ops/build_context.hpp"
 #include "runtime/backend/cl_runtime.hpp"
 #include "runtime/exec/plan.hpp"
@@ -195,7 +197,8 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   described.reserve(todo.size());
   for (const Launch* l : todo) described.push_back(describe_launch(cl, plan, *l));
   const std::string head = std::string(kJobHeader) + "\nsources\t" + sources + "\ndevice\t" +
-                           std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\n';
+                           std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + "\nparent\t" +
+                           std::to_string(getpid()) + '\n';
   for (int i = 1; i <= n; ++i) {
     // Helper i compiles the first i/(n+1) of the new kernels, last first; the run goes from the
     // first. Helpers that overlap find each other's kernels in the driver's cache.
@@ -261,22 +264,28 @@ void CompileHelpers::finished() {
 }
 
 int compile_helper_main(const std::string& job_path) {
+  // A helper outlives no run: it dies with the process that started it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::ifstream f(job_path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(f, line);) lines.push_back(line);
   f.close();
   unlink(job_path.c_str());
-  if (lines.size() < 3 || lines[0] != kJobHeader) return 2;
-  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]);
-  if (sources.size() != 2 || sources[0] != "sources" || device.size() != 3 || device[0] != "device") return 2;
+  if (lines.size() < 4 || lines[0] != kJobHeader) return 2;
+  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]), parent = split_tabs(lines[3]);
+  if (sources.size() != 2 || sources[0] != "sources" || device.size() != 3 || device[0] != "device" ||
+      parent.size() != 2 || parent[0] != "parent")
+    return 2;
   if (sources[1] != kernel_sources_hash()) return 3;
+  // The parent ended before the line above took effect: nobody is waiting for this job.
+  if (std::to_string(getppid()) != parent[1]) return 0;
   try {
     const auto devices = enumerate_devices();
     const size_t index = std::strtoul(device[1].c_str(), nullptr, 10);
     if (index >= devices.size()) return 3;
     ClRuntime cl(devices[index], "off", [](const std::string&) {}, false);
     if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
-    size_t i = 3;
+    size_t i = 4;
     while (i < lines.size()) {
       // One launch: launch, bundle, units, global, local, args, end.
       const auto head = split_tabs(lines[i++]);
@@ -361,3 +370,5 @@ int compile_helper_main(const std::string& job_path) {
 }
 
 }  // namespace oi
+
+int ocl_infer::run_compile_helper(const std::string& job_path) { return oi::compile_helper_main(job_path); }
