@@ -229,8 +229,9 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
     h->jobs_.push_back(path);
   }
   if (log && !h->pids_.empty())
-    log("compiling: " + std::to_string(h->pids_.size()) + " helper process" + (h->pids_.size() > 1 ? "es" : "") +
-        " compile " + std::to_string(todo.size()) + " new kernels with this run (" + exe + ")");
+    log("compiling: " + std::to_string(h->pids_.size()) +
+        (h->pids_.size() > 1 ? " helper processes compile " : " helper process compiles ") +
+        std::to_string(todo.size()) + " new kernels with this run (" + exe + ")");
   return h;
 }
 
