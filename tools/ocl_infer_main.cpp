@@ -671,7 +671,12 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1024 << 20);
   if (argc > 1 && std::string(argv[1]) == "quantize") return cli::quantize_command(argc - 1, argv + 1);
   // A compile helper started by the library (README, "Compile helpers"), not for people.
-  if (argc == 3 && std::string(argv[1]) == "--compile-helper") return ocl_infer::run_compile_helper(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--compile-helper") {
+    const int rc = ocl_infer::run_compile_helper(argv[2]);
+    if (rc == 2) std::cerr << "ocl-infer: --compile-helper: '" << argv[2] << "' is not a readable compile job\n";
+    if (rc == 3) std::cerr << "ocl-infer: --compile-helper: the job is for other kernel sources or another device\n";
+    return rc;
+  }
   Args a;
   try {
     a = parse(argc, argv);

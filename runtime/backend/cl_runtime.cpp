@@ -89,6 +89,13 @@ std::string hex16(uint64_t v) {
   return hex;
 }
 
+bool is_hex16(const std::string& s) {
+  if (s.size() != 16) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
 // A hash of every kernel file as this process would compile it (embedded, or from
 // $OCL_INFER_KERNEL_DIR): what a tuning result was measured with.
 std::string kernel_sources_hash() {

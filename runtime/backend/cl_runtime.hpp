@@ -37,6 +37,8 @@ std::string kernel_sources_hash();
 // value as 16 hex digits.
 uint64_t fnv1a(const std::string& s);
 std::string hex16(uint64_t v);
+// Whether `s` is 16 hex digits (a hex16() key read back from a file).
+bool is_hex16(const std::string& s);
 // What every program's build options end with ($OCL_INFER_EXTRA_BUILD_OPTIONS, with a leading
 // space; "" when unset).
 const std::string& build_options_suffix();

@@ -39,10 +39,11 @@ std::string join_sizes(const std::vector<size_t>& v) {
 // What identifies a launch's compiled kernel in the driver's cache: the program (its units and
 // options, the kernel sources, the extra build options), the kernel, and the launch's global and
 // local sizes (PoCL specialises a kernel on its local size and on the grid's size).
-// `common`: the device key, the kernel sources' hash and the extra build options.
-std::string spec_key(ClRuntime& cl, const std::string& common, const Launch& l) {
+// `common`: the device key, the kernel sources' hash and the extra build options; `units`: the
+// launch's bundle (ClRuntime::bundle_units), empty for a program of its own.
+using Units = std::vector<std::pair<std::string, std::string>>;
+std::string spec_key(const std::string& common, const Launch& l, const Units& units) {
   std::string program;
-  const auto units = cl.bundle_units(l.file, l.options);
   if (units.empty()) program = "single\t" + l.file + '\t' + l.options;
   for (const auto& [file, options] : units) program += "unit\t" + file + '\t' + options + '\n';
   return common + program + '\n' + l.entry + '\n' + join_sizes(l.global) + '|' + join_sizes(l.local);
@@ -108,10 +109,9 @@ bool parse_hex_bytes(const std::string& s, std::vector<unsigned char>* out) {
 }
 
 // One launch of the job: its program, kernel, sizes and arguments.
-std::string describe_launch(ClRuntime& cl, const Plan& plan, const Launch& l) {
+std::string describe_launch(const Plan& plan, const Launch& l, const Units& units) {
   std::ostringstream o;
   o << "launch\t" << l.file << '\t' << l.entry << '\t' << l.options << '\n';
-  const auto units = cl.bundle_units(l.file, l.options);
   o << "bundle\t" << units.size() << '\n';
   for (const auto& [file, options] : units) o << "unit\t" << file << '\t' << options << '\n';
   o << "global\t" << join_sizes(l.global) << '\n' << "local\t" << join_sizes(l.local) << '\n';
@@ -156,7 +156,7 @@ std::set<std::string> read_ledger(const std::string& path) {
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line))
-    if (line.size() == 16 && line.find_first_not_of("0123456789abcdef") == std::string::npos) r.insert(line);
+    if (is_hex16(line)) r.insert(line);
   return r;
 }
 
@@ -172,14 +172,16 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   h->ledger_path_ = cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt";
   const std::set<std::string> known = read_ledger(h->ledger_path_);
   std::set<std::string> seen;
-  std::vector<const Launch*> todo;  // the new specialisations, each once, in the run's order
+  // The new specialisations, each once, in the run's order, with their bundles.
+  std::vector<std::pair<const Launch*, Units>> todo;
   const std::string sources = kernel_sources_hash();
   const std::string common = cl.device_key() + '\n' + sources + '\n' + build_options_suffix() + '\n';
   for (const Launch& l : plan.launches) {
-    const std::string spec = hex16(fnv1a(spec_key(cl, common, l)));
+    Units units = cl.bundle_units(l.file, l.options);
+    const std::string spec = hex16(fnv1a(spec_key(common, l, units)));
     if (known.count(spec) || !seen.insert(spec).second) continue;
     h->new_specs_.push_back(spec);
-    todo.push_back(&l);
+    todo.push_back({&l, std::move(units)});
   }
   const int n = std::min<int>(limit, static_cast<int>(todo.size()) / 2);
   if (n == 0) return h;
@@ -195,7 +197,7 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   if (device_index < 0) return h;
   std::vector<std::string> described;
   described.reserve(todo.size());
-  for (const Launch* l : todo) described.push_back(describe_launch(cl, plan, *l));
+  for (const auto& [l, units] : todo) described.push_back(describe_launch(plan, *l, units));
   const std::string head = std::string(kJobHeader) + "\nsources\t" + sources + "\ndevice\t" +
                            std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + "\nparent\t" +
                            std::to_string(getpid()) + '\n';

@@ -26,13 +26,6 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return r;
 }
 
-bool hex16(const std::string& s) {
-  if (s.size() != 16) return false;
-  for (char c : s)
-    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
 }  // namespace
 
 std::string tuning_device_key(const std::string& platform, const std::string& device, const std::string& driver,
@@ -71,7 +64,7 @@ void Tuner::load(std::map<std::string, Entry>* table, std::vector<std::string>* 
     const auto v = split_tabs(line);
     char* end = nullptr;
     const double ms = v.size() == 6 ? std::strtod(v[5].c_str(), &end) : NAN;
-    if (v.size() != 6 || !hex16(v[0]) || !hex16(v[1]) || v[2].empty() || v[3].empty() || v[4].empty() ||
+    if (v.size() != 6 || !is_hex16(v[0]) || !is_hex16(v[1]) || v[2].empty() || v[3].empty() || v[4].empty() ||
         !end || *end || !(ms >= 0)) {
       ++bad;
       continue;
