@@ -103,6 +103,9 @@ profiling and benchmarking (inputs: --input files, the first image, or random da
   --tuning-cache FILE|off  tuned results (default: $OCL_INFER_TUNING_CACHE, else tuning.tsv
                         in the kernel cache directory); used whenever they match the device,
                         driver and kernel sources
+  --keep-warm N         idle-worker markers per kernel launch: keep a CPU driver's worker
+                        threads busy between kernels instead of asleep (default: 6 on CPU
+                        devices with 2+ compute units, else 0 = off; $OCL_INFER_KEEP_WARM)
   --verbose             progress and timings on stderr
   --version, --help
 )";
@@ -140,7 +143,7 @@ struct Args {
   bool plan_memory = true;
   bool profile = false, profile_exec_order = false, bench = false;
   std::string profile_json, profile_csv, profile_trace, profile_html;
-  int iterations = -1, warmup = 3, batch = 1;
+  int iterations = -1, warmup = 3, batch = 1, keep_warm = -1;
   double duration = 0;
   bool measuring() const {
     return profile || bench || !profile_json.empty() || !profile_csv.empty() || !profile_trace.empty() ||
@@ -262,6 +265,7 @@ Args parse(int argc, char** argv) {
         throw UsageError("--duration needs a number of seconds in (0, 86400], got '" + v + "'");
     }
     else if (s == "--tune") a.tune = true;
+    else if (s == "--keep-warm") a.keep_warm = parse_int(s, value(), 0, 1000);
     else if (s == "--budget") {
       std::string v = value();
       char* end = nullptr;
@@ -602,11 +606,14 @@ int measure(ocl_infer::Session& s, Args& a) {
                 << "\", \"precision\": \"" << precision_name(a.precision) << "\", \"iterations\": " << v.size() << ", \"warmup\": " << a.warmup << ", \"batch\": " << batch
                 << ", \"min_ms\": " << v.front() << ", \"median_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9)
                 << ", \"max_ms\": " << v.back() << ", \"throughput_per_s\": " << throughput
-                << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms << "}\n";
+                << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms
+                << ", \"keep_warm\": " << s.stats().keep_warm << "}\n";
     } else {
       char line[256];
       std::cout << "model:      " << a.model << "\ndevice:     " << s.device().name << "\nprecision:  "
-                << precision_name(a.precision) << "\n";
+                << precision_name(a.precision) << "\nkeep-warm:  "
+                << (s.stats().keep_warm ? std::to_string(s.stats().keep_warm) + " markers per kernel launch" : "off")
+                << "\n";
       std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), a.warmup, static_cast<long long>(batch));
       std::cout << line;
       std::snprintf(line, sizeof line, "latency:    min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", v.front(), pct(0.5), pct(0.9), v.back());
@@ -700,6 +707,7 @@ int main(int argc, char** argv) {
     opt.plan_memory = a.plan_memory;
     opt.tune = a.tune;
     opt.tune_budget_seconds = a.budget;
+    opt.keep_warm = a.keep_warm;
     opt.tuning_cache = a.tuning_cache;
     opt.log = [&](const std::string& m) {
       // Tuning shows its progress (one line per problem) and cache notices without --verbose, and

@@ -176,6 +176,12 @@ struct SessionOptions {
   // Stop measuring new problems after this many seconds of tuning (0: no limit); the rest keep
   // the heuristics.
   double tune_budget_seconds = 0;
+  // Idle-worker markers per kernel launch (see README, "Kernel boundaries on CPU devices"): a
+  // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
+  // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when
+  // set, else 6 on CPU devices with two or more compute units and 0 elsewhere; 0: off. Not used on
+  // a plan's first run (its kernels are being compiled then).
+  int keep_warm = -1;
 };
 
 // One kernel variant of a family (conv, gemm, pool), for SessionOptions::kernel_variants.
@@ -229,6 +235,7 @@ struct SessionStats {
   int tuned_problems = 0, tuned_improved = 0;
   double tuning_seconds = 0, heuristic_kernel_ms = 0, tuned_kernel_ms = 0;
   std::string tuning_cache;  // the tuning cache file in use ("" when none)
+  int keep_warm = 0;         // idle-worker markers per kernel launch in use (0: off)
 };
 
 // One kernel launch of a plan, as measured by the profiler.

@@ -38,7 +38,8 @@ Tensor read_value(const Plan& plan, cl_command_queue q, int v) {
 }  // namespace
 
 std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<int, const Tensor*>& inputs,
-                                      std::vector<cl_event>* events, const std::vector<int>& fetch) {
+                                      std::vector<cl_event>* events, const std::vector<int>& fetch,
+                                      KeepWarm* warm) {
   cl_command_queue q = cl.queue();
   const Graph& g = plan.graph();
   for (auto& [id, t] : inputs) {
@@ -73,6 +74,7 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
     cl_check(clEnqueueFillBuffer(q, f.flag->mem, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr),
              "clEnqueueFillBuffer(error flag)");
   if (events) events->assign(plan.launches.size(), nullptr);
+  if (warm) warm->begin(plan.launches.size());
   for (size_t s = 0; s < plan.step_launches.size(); ++s) {
     for (size_t i = plan.step_launches[s].first; i < plan.step_launches[s].second; ++i) {
       const Launch& l = plan.launches[i];
@@ -81,9 +83,11 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
                                           events ? &(*events)[i] : nullptr);
       if (err != CL_SUCCESS)
         fail(plan, cl, err, describe_node(g, g.nodes[l.node]) + ": clEnqueueNDRangeKernel(" + l.kernel_name + ")");
+      if (warm) warm->feed();
     }
     read_fetched(static_cast<int>(s));
   }
+  if (warm) warm->end();
   for (int o : g.outputs) {
     const Value& v = g.values[o];
     if (out.count(v.name)) continue;

@@ -49,6 +49,7 @@ struct Session::Impl {
   SessionOptions options;
   Graph model;
   std::unique_ptr<oi::ClRuntime> cl;
+  std::unique_ptr<oi::KeepWarm> warm;  // uses cl's context: declared after it, destroyed before it
   std::vector<ValueInfo> inputs, outputs;
   std::set<int> plan_time;
   std::unique_ptr<oi::Plan> plan;
@@ -126,6 +127,14 @@ struct Session::Impl {
         dev.info.opencl_c_version + ")");
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
     log("device capabilities: " + cl->caps().summary());
+    std::string warm_why;
+    const int markers = oi::KeepWarm::resolve(options.keep_warm, cl->caps().is_cpu(), cl->caps().compute_units,
+                                              &warm_why);
+    warm = std::make_unique<oi::KeepWarm>(*cl, markers);
+    stats.keep_warm = warm->markers_per_launch();
+    log("keep-warm: " + (stats.keep_warm ? std::to_string(stats.keep_warm) + " idle-worker markers per kernel launch"
+                                         : std::string("off")) +
+        " (" + warm_why + ")");
     cl->check_loops();
     std::string tuning_path = options.tuning_cache;
     if (tuning_path.empty())
@@ -329,10 +338,13 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         "(once; later runs find it in the driver's cache)",
         2000);
   }
+  // Not on the first run: there a worker spends up to seconds generating code at a kernel's first
+  // launch, and markers would take the other core from the compile helpers.
+  oi::KeepWarm* warm = s.plan_ran ? s.warm.get() : nullptr;
   s.plan_ran = true;
   std::map<std::string, Tensor> out;
   if (!s.options.profiling) {
-    out = oi::execute(*s.plan, *s.cl, ins, nullptr, fetch);
+    out = oi::execute(*s.plan, *s.cl, ins, nullptr, fetch, warm);
   } else {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<cl_event> events;
@@ -343,7 +355,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
           if (x) clReleaseEvent(x);
       }
     } release{events};
-    out = oi::execute(*s.plan, *s.cl, ins, &events, fetch);
+    out = oi::execute(*s.plan, *s.cl, ins, &events, fetch, warm);
     s.profile.add_run(*s.plan, events, ms_since(t0) * 1000.0);
   }
   if (helpers) helpers->finished();

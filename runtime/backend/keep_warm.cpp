@@ -1,0 +1,96 @@
+#include "runtime/backend/keep_warm.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace oi {
+
+namespace {
+
+constexpr uint64_t kCheckpointEvery = 16;
+
+}  // namespace
+
+int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, std::string* why) {
+  auto say = [&](const std::string& s) {
+    if (why) *why = s;
+  };
+  if (requested >= 0) {
+    say("set by the session options");
+    return std::min(requested, 1000);
+  }
+  if (const char* e = std::getenv("OCL_INFER_KEEP_WARM"); e && *e) {
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (end && *end == '\0' && v >= 0) {
+      say("set by $OCL_INFER_KEEP_WARM");
+      return static_cast<int>(std::min(v, 1000L));
+    }
+    say("$OCL_INFER_KEEP_WARM='" + std::string(e) + "' is not a count >= 0; using the default");
+  } else {
+    say("default for this device type");
+  }
+  return cpu_device && compute_units >= 2 ? 6 : 0;
+}
+
+KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch) : per_launch_(std::max(markers_per_launch, 0)) {
+  if (per_launch_ == 0) return;
+  cl_int err = CL_SUCCESS;
+  queue_ = clCreateCommandQueue(cl.context(), cl.device(), 0, &err);
+  if (err != CL_SUCCESS || !queue_) {
+    queue_ = nullptr;
+    per_launch_ = 0;
+  }
+}
+
+KeepWarm::~KeepWarm() {
+  for (auto& c : checkpoints_) clReleaseEvent(c.second);
+  if (queue_) {
+    clFinish(queue_);  // at most one run's markers, well under a millisecond
+    clReleaseCommandQueue(queue_);
+  }
+}
+
+void KeepWarm::poll() {
+  while (!checkpoints_.empty()) {
+    cl_int status = CL_QUEUED;
+    if (clGetEventInfo(checkpoints_.front().second, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                       nullptr) != CL_SUCCESS)
+      status = CL_COMPLETE;  // a broken event is not worth waiting for
+    if (status != CL_COMPLETE && status >= 0) break;
+    completed_ = checkpoints_.front().first;
+    clReleaseEvent(checkpoints_.front().second);
+    checkpoints_.pop_front();
+  }
+}
+
+void KeepWarm::begin(size_t launches) {
+  if (!queue_) return;
+  poll();
+  const uint64_t pending = enqueued_ - completed_;
+  const uint64_t want = static_cast<uint64_t>(per_launch_) * launches;
+  budget_ = want > pending ? want - pending : 0;
+}
+
+void KeepWarm::feed() {
+  if (!queue_) return;
+  for (int i = 0; i < per_launch_ && budget_ > 0; ++i, --budget_) {
+    const bool checkpoint = (enqueued_ + 1) % kCheckpointEvery == 0;
+    cl_event ev = nullptr;
+    if (clEnqueueMarkerWithWaitList(queue_, 0, nullptr, checkpoint ? &ev : nullptr) != CL_SUCCESS) {
+      // Only an optimisation: stop feeding; what is queued completes on its own.
+      budget_ = 0;
+      per_launch_ = 0;
+      clFlush(queue_);
+      return;
+    }
+    ++enqueued_;
+    if (checkpoint) checkpoints_.emplace_back(enqueued_, ev);
+  }
+}
+
+void KeepWarm::end() {
+  if (queue_) clFlush(queue_);
+}
+
+}  // namespace oi
