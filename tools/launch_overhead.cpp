@@ -2,9 +2,11 @@
 // queue against the same work as one launch. On PoCL each boundary wakes the worker threads that
 // went to sleep when the previous kernel ran out of work-groups; in a VM that costs 10-20 us, which
 // is what separates a small model's kernel sum from its end-to-end latency (see the README,
-// "Speed").
+// "Speed"). With --warm M, M empty markers per launch go to a second in-order queue, as the
+// runtime's keep-warm does (runtime/backend/keep_warm.hpp): an idle worker completes markers
+// instead of sleeping.
 //
-//   launch_overhead [--device N] [--groups G] [--launches N] [--iters K]
+//   launch_overhead [--device N] [--groups G] [--launches N] [--iters K] [--warm M]
 //
 // Devices are numbered as `ocl-infer --list-devices` numbers them (platforms in order, then their
 // devices). Each figure is the minimum over 30 repetitions, in microseconds.
@@ -27,10 +29,6 @@ const char* kSource =
     "  float a = (float)get_global_id(0), b = 1.0001f;\n"
     "  for (int i = 0; i < iters; ++i) { a = fma(a, b, 0.5f); b = fma(b, 0.9999f, 0.0001f); }\n"
     "  y[get_global_id(0)] = a + b;\n"
-    "}\n"
-    "__kernel void nop(__global float* y, int iters) {\n"
-    "  float a = 1.0f; for (int i = 0; i < iters; ++i) a = fma(a, 0.999f, 0.001f);\n"
-    "  if (a == 12345.0f) y[0] = a;\n"
     "}\n";
 
 [[noreturn]] void die(const std::string& what, cl_int err) {
@@ -45,7 +43,7 @@ void check(cl_int err, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int device_index = 0, launches = 50, iters = 600, warm = 0, nop_iters = 0;
+  int device_index = 0, launches = 50, iters = 600, warm = 0;
   size_t groups = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -67,9 +65,8 @@ int main(int argc, char** argv) {
     else if (a == "--launches") launches = static_cast<int>(std::max(2L, value()));
     else if (a == "--iters") iters = static_cast<int>(value());
     else if (a == "--warm") warm = static_cast<int>(value());
-    else if (a == "--nop-iters") nop_iters = static_cast<int>(value());
     else {
-      std::fprintf(stderr, "usage: launch_overhead [--device N] [--groups G] [--launches N] [--iters K]\n");
+      std::fprintf(stderr, "usage: launch_overhead [--device N] [--groups G] [--launches N] [--iters K] [--warm M]\n");
       return 2;
     }
   }
@@ -100,58 +97,47 @@ int main(int argc, char** argv) {
   check(err, "clCreateContext");
   cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
   check(err, "clCreateCommandQueue");
+  cl_command_queue markers = clCreateCommandQueue(ctx, dev, 0, &err);
+  check(err, "clCreateCommandQueue");
   cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
   check(err, "clCreateProgramWithSource");
   check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
   cl_kernel k = clCreateKernel(prog, "spin", &err);
   check(err, "clCreateKernel");
-  cl_command_queue q2 = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
-  cl_kernel nop = clCreateKernel(prog, "nop", &err);
-  check(err, "clCreateKernel");
   cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(float) * groups * launches, nullptr, &err);
   check(err, "clCreateBuffer");
   check(clSetKernelArg(k, 0, sizeof y, &y), "clSetKernelArg");
   check(clSetKernelArg(k, 1, sizeof iters, &iters), "clSetKernelArg");
-  check(clSetKernelArg(nop, 0, sizeof y, &y), "clSetKernelArg");
-  check(clSetKernelArg(nop, 1, sizeof nop_iters, &nop_iters), "clSetKernelArg");
   // Minimum wall time of `n` launches of `g` work-groups of one work-item, then clFinish.
   auto run = [&](size_t g, int n) {
     double best = 1e30;
     for (int r = 0; r < 30; ++r) {
-      check(clFinish(q2), "clFinish");
+      check(clFinish(markers), "clFinish");  // the last repetition's leftover markers
       const auto t0 = std::chrono::steady_clock::now();
-      const size_t local = 1, one = 1;
-      for (int i = 0; i < warm; ++i)
-        check(clEnqueueNDRangeKernel(q2, nop, 1, nullptr, &one, &one, 0, nullptr, nullptr), "clEnqueueNDRangeKernel");
-      clFlush(q2);
-      for (int i = 0; i < n; ++i)
+      const size_t local = 1;
+      for (int i = 0; i < n; ++i) {
         check(clEnqueueNDRangeKernel(q, k, 1, nullptr, &g, &local, 0, nullptr, nullptr), "clEnqueueNDRangeKernel");
+        for (int m = 0; m < warm; ++m)
+          check(clEnqueueMarkerWithWaitList(markers, 0, nullptr, nullptr), "clEnqueueMarkerWithWaitList");
+      }
       check(clFinish(q), "clFinish");
       best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
   };
-  if (std::getenv("MARKER_RATE")) {
-    for (int r = 0; r < 5; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 2000; ++i) check(clEnqueueMarkerWithWaitList(q2, 0, nullptr, nullptr), "marker");
-      const auto t1 = std::chrono::steady_clock::now();
-      check(clFinish(q2), "clFinish");
-      const auto t2 = std::chrono::steady_clock::now();
-      std::printf("2000 markers: enqueue %.1f us, all done %.1f us\n", std::chrono::duration<double, std::micro>(t1 - t0).count(), std::chrono::duration<double, std::micro>(t2 - t0).count());
-    }
-  }
   run(groups * launches, 1);  // code generation and warm-up
   const double one = run(groups, 1), chain = run(groups, launches), fused = run(groups * launches, 1);
   std::printf("device %d: %s\n", device_index, name);
   std::printf("%zu work-groups x %d FMA pairs per kernel: one launch %.1f us; %d launches in a row %.1f us "
               "(%.1f per launch); the same work as one launch %.1f us\n",
               groups, iters, one, launches, chain, chain / launches, fused);
-  std::printf("cost of a kernel boundary: %.1f us\n", (chain - fused) / (launches - 1));
+  std::printf("cost of a kernel boundary: %.1f us%s\n", (chain - fused) / (launches - 1),
+              warm ? (" (with " + std::to_string(warm) + " markers per launch on a second queue)").c_str() : "");
   clReleaseMemObject(y);
   clReleaseKernel(k);
   clReleaseProgram(prog);
+  clFinish(markers);
+  clReleaseCommandQueue(markers);
   clReleaseCommandQueue(q);
   clReleaseContext(ctx);
   return 0;
