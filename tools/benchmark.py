@@ -4,7 +4,7 @@
 Run with the venv that models/install_deps.sh sets up (it has onnxruntime):
 
     build/pyenv/bin/python tools/benchmark.py [--models resnet18 ...] [--iterations N]
-        [--warmup W] [--rounds R] [--out FILE.md]
+        [--warmup W] [--rounds R] [--out FILE.md] [--tune] [--keep-warm-off]
 
 For every model (NAME from --models-dir, or a path to an .onnx file) it measures:
   - onnxruntime latency: one InferenceSession (default threads unless --ort-threads), W warm-up
@@ -14,6 +14,8 @@ For every model (NAME from --models-dir, or a path to an .onnx file) it measures
   - with --tune: `ocl-infer tune MODEL` first (into a fresh tuning cache; its time and the kernel
     times it reports are recorded), then a third latency configuration that uses the tuned
     choices;
+  - with --keep-warm-off: one more latency configuration with `--keep-warm 0` (no idle-worker
+    markers; see the README's "Kernel boundaries on CPU devices");
   - correctness: one `--input ... --output-dir` run, with and without -O0, compared with
     onnxruntime's outputs (a latency marked "wrong output" measured a broken graph; quantized
     models are allowed QUANTIZED_STEPS steps of their output grid);
@@ -240,7 +242,9 @@ def measure(args, models: list, tmp_dir: str) -> list:
                 ("ort", None),
                 ("ocl", [entry["path"]] + entry["cli_input"] + bench),
                 ("ocl_O0", [entry["path"]] + entry["cli_input"] + bench + ["-O0"]),
-            ] + ([("ocl_tuned", [entry["path"]] + entry["cli_input"] + tuned_bench)] if args.tune else [])
+            ] + ([("ocl_tuned", [entry["path"]] + entry["cli_input"] + tuned_bench)] if args.tune else []) \
+              + ([("ocl_cold_workers", [entry["path"]] + entry["cli_input"] + bench + ["--keep-warm", "0"])]
+                 if args.keep_warm_off else [])
             shift = round_index % len(configurations)
             record = {}
             for key, cli_args in configurations[shift:] + configurations[:shift]:
@@ -359,15 +363,32 @@ def summarize(entry: dict) -> dict:
             return None, None
         return statistics.median(medians), min(minima)
 
+    def round_ratio(key: str):
+        """Median over rounds of (this round's `key` median / its onnxruntime median): the two ran
+        seconds apart, so a slow spell of a shared host weighs on both."""
+        ratios = []
+        for record in entry["rounds"]:
+            mine, ort = record.get(key, {}), record.get("ort", {})
+            if "result" not in mine or "result" not in ort or not ort["result"]:
+                continue
+            mine_ms = mine["result"]["median_ms"] if isinstance(mine["result"], dict) \
+                else statistics.median(mine["result"])
+            ratios.append(mine_ms / statistics.median(ort["result"]))
+        return statistics.median(ratios) if ratios else None
+
     if "error" in entry:
         s["errors"]["model"] = entry["error"]
         return s
+    s["ocl_round_ratio"] = round_ratio("ocl")
+    s["ocl_tuned_round_ratio"] = round_ratio("ocl_tuned")
     s["ort_ms"], s["ort_min_ms"] = latency("ort")
     s["ocl_ms"], s["ocl_min_ms"] = latency("ocl")
     s["ocl_O0_ms"], s["ocl_O0_min_ms"] = latency("ocl_O0")
     s["ocl_tuned_ms"], s["ocl_tuned_min_ms"] = latency("ocl_tuned") if entry["rounds"] and \
         "ocl_tuned" in entry["rounds"][0] else (None, None)
     s["tune_s"] = entry.get("tune_s")
+    s["ocl_cold_workers_ms"], s["ocl_cold_workers_min_ms"] = latency("ocl_cold_workers") \
+        if entry["rounds"] and "ocl_cold_workers" in entry["rounds"][0] else (None, None)
     for key in ("check", "check_O0"):
         outcome = entry[key]
         s[key] = outcome.get("result", {}).get("max_abs_error")
@@ -508,6 +529,31 @@ def render(summaries: list, meta: dict) -> str:
             lines += ["", f"Geometric means over {len(geo)} models: ocl-infer/ort "
                       f"{gmean([h / o for h, _, o in geo]):.2f}× heuristic, "
                       f"{gmean([t / o for _, t, o in geo]):.2f}× tuned."]
+            paired = [(s["ocl_round_ratio"], s["ocl_tuned_round_ratio"]) for s in summaries
+                      if s.get("ocl_round_ratio") and s.get("ocl_tuned_round_ratio")]
+            if paired:
+                lines += ["", "Per-round ratios (each round's ocl-infer median over the onnxruntime median "
+                          "measured seconds before or after it; median over rounds), by model: "
+                          + ", ".join(f"{s['model']} {s['ocl_round_ratio']:.2f}× / "
+                                      f"{s['ocl_tuned_round_ratio']:.2f}× tuned"
+                                      for s in summaries if s.get("ocl_round_ratio")
+                                      and s.get("ocl_tuned_round_ratio"))
+                          + f"; geometric means over {len(paired)} models "
+                          f"{gmean([h for h, _ in paired]):.2f}× heuristic, "
+                          f"{gmean([t for _, t in paired]):.2f}× tuned."]
+    if any(s.get("ocl_cold_workers_ms") is not None for s in summaries):
+        lines += ["", "Keep-warm (idle-worker markers, the default on CPU devices) against `--keep-warm 0`, "
+                  "heuristic kernels:", "",
+                  "| model | ort median ms | keep-warm median / min ms | --keep-warm 0 median / min ms "
+                  "| gain (median) | ratio to ort without it |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for s in summaries:
+            if "model" in s["errors"]:
+                continue
+            lines.append(f"| {s['model']} | {fmt(s['ort_ms'])} | {fmt(s['ocl_ms'])} / {fmt(s['ocl_min_ms'])} "
+                         f"| {fmt(s['ocl_cold_workers_ms'])} / {fmt(s['ocl_cold_workers_min_ms'])} "
+                         f"| {ratio(s['ocl_cold_workers_ms'], s['ocl_ms'])} "
+                         f"| {ratio(s['ocl_cold_workers_ms'], s['ort_ms'])} |")
     lines += ["", "Details (ms unless noted; \"first\" includes \"plan\"):", "",
               "| model | ort min | ocl-infer min | -O0 min | max abs error vs ort -O1 / -O0 "
               "| nodes → optimized | weights MiB "
@@ -559,7 +605,11 @@ def main() -> None:
                         help="the CLI binary (default build/ocl-infer)")
     parser.add_argument("--iterations", type=int, default=20,
                         help="timed runs per round (default 20)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed runs per round (default 3)")
+    # Ten: each ocl-infer configuration is a new process whose first ~10 runs after planning were
+    # up to 2x slower on the 2-core development VM (its kernels, not the host: the second core
+    # seems to need ~0.1 s of load to reach full speed), while onnxruntime's session lives in this
+    # busy process.
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs per round (default 10)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--ort-threads", type=int, default=0,
                         help="onnxruntime intra-op threads (default 0: its own default)")
@@ -567,6 +617,8 @@ def main() -> None:
                         help="seconds per ocl-infer run (default 600)")
     parser.add_argument("--tune", action="store_true",
                         help="also tune each model (ocl-infer tune) and measure the tuned runs")
+    parser.add_argument("--keep-warm-off", action="store_true",
+                        help="also measure each model with --keep-warm 0 (no idle-worker markers)")
     parser.add_argument("--out", help="also write the table to this .md file and the raw "
                                       "measurements to the same name with .json")
     args = parser.parse_args()
