@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/probe_device.hpp"
+
 namespace {
 
 constexpr int kIters = 2048;  // FMAs per chain
@@ -47,12 +49,7 @@ const char* kSource =
     "  y[get_global_id(0)] = s.s0 + s.s1 + s.s2 + s.s3 + s.s4 + s.s5 + s.s6 + s.s7;\n"
     "}\n";
 
-void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) {
-    std::fprintf(stderr, "fma_probe: %s failed (OpenCL error %d)\n", what, err);
-    std::exit(1);
-  }
-}
+void check(cl_int err, const char* what) { probe::check("fma_probe", err, what); }
 
 }  // namespace
 
@@ -75,28 +72,8 @@ int main(int argc, char** argv) {
     else if (a == "--items") items = static_cast<size_t>(std::max(64L, v / 64 * 64));
     else repeat = static_cast<int>(std::max(1L, v));
   }
-  cl_uint np = 0;
-  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) {
-    std::fprintf(stderr, "fma_probe: no OpenCL platform\n");
-    return 1;
-  }
-  std::vector<cl_platform_id> platforms(np);
-  check(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
-  std::vector<cl_device_id> devices;
-  for (cl_platform_id p : platforms) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
-    std::vector<cl_device_id> d(nd);
-    check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, d.data(), nullptr), "clGetDeviceIDs");
-    devices.insert(devices.end(), d.begin(), d.end());
-  }
-  if (device_index < 0 || device_index >= static_cast<int>(devices.size())) {
-    std::fprintf(stderr, "fma_probe: no device %d (%zu devices)\n", device_index, devices.size());
-    return 1;
-  }
-  cl_device_id dev = devices[device_index];
-  char name[256] = {};
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+  std::string name;
+  cl_device_id dev = probe::device("fma_probe", device_index, &name);
   cl_int err = CL_SUCCESS;
   cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
   check(err, "clCreateContext");
@@ -107,7 +84,7 @@ int main(int argc, char** argv) {
   check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
   cl_mem y = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * items, nullptr, &err);
   check(err, "clCreateBuffer");
-  std::printf("device %d: %s\n", device_index, name);
+  std::printf("device %d: %s\n", device_index, name.c_str());
   const int iters = kIters;
   for (const char* entry : {"scalar8", "vector8"}) {
     cl_kernel k = clCreateKernel(prog, entry, &err);

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/probe_device.hpp"
+
 namespace {
 
 // A busy loop of K dependent FMAs per work-item, whose result is stored (nothing is dead).
@@ -31,14 +33,7 @@ const char* kSource =
     "  y[get_global_id(0)] = a + b;\n"
     "}\n";
 
-[[noreturn]] void die(const std::string& what, cl_int err) {
-  std::fprintf(stderr, "launch_overhead: %s failed (OpenCL error %d)\n", what.c_str(), err);
-  std::exit(1);
-}
-
-void check(cl_int err, const char* what) {
-  if (err != CL_SUCCESS) die(what, err);
-}
+void check(cl_int err, const char* what) { probe::check("launch_overhead", err, what); }
 
 }  // namespace
 
@@ -70,28 +65,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  cl_uint np = 0;
-  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) {
-    std::fprintf(stderr, "launch_overhead: no OpenCL platform\n");
-    return 1;
-  }
-  std::vector<cl_platform_id> platforms(np);
-  check(clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs");
-  std::vector<cl_device_id> devices;
-  for (cl_platform_id p : platforms) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
-    std::vector<cl_device_id> d(nd);
-    check(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, d.data(), nullptr), "clGetDeviceIDs");
-    devices.insert(devices.end(), d.begin(), d.end());
-  }
-  if (device_index < 0 || device_index >= static_cast<int>(devices.size())) {
-    std::fprintf(stderr, "launch_overhead: no device %d (%zu devices)\n", device_index, devices.size());
-    return 1;
-  }
-  cl_device_id dev = devices[device_index];
-  char name[256] = {};
-  clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+  std::string name;
+  cl_device_id dev = probe::device("launch_overhead", device_index, &name);
   cl_int err = CL_SUCCESS;
   cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
   check(err, "clCreateContext");
@@ -127,7 +102,7 @@ int main(int argc, char** argv) {
   };
   run(groups * launches, 1);  // code generation and warm-up
   const double one = run(groups, 1), chain = run(groups, launches), fused = run(groups * launches, 1);
-  std::printf("device %d: %s\n", device_index, name);
+  std::printf("device %d: %s\n", device_index, name.c_str());
   std::printf("%zu work-groups x %d FMA pairs per kernel: one launch %.1f us; %d launches in a row %.1f us "
               "(%.1f per launch); the same work as one launch %.1f us\n",
               groups, iters, one, launches, chain, chain / launches, fused);
