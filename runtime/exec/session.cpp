@@ -132,6 +132,7 @@ struct Session::Impl {
                                               &warm_why);
     warm = std::make_unique<oi::KeepWarm>(*cl, markers);
     stats.keep_warm = warm->markers_per_launch();
+    if (warm_why.find("is not a count") != std::string::npos) log("warning: " + warm_why);
     log("keep-warm: " + (stats.keep_warm ? std::to_string(stats.keep_warm) + " idle-worker markers per kernel launch"
                                          : std::string("off")) +
         " (" + warm_why + ")");
