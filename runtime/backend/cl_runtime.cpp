@@ -96,6 +96,17 @@ bool is_hex16(const std::string& s) {
   return true;
 }
 
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> r;
+  size_t b = 0;
+  for (;;) {
+    const size_t e = line.find('\t', b);
+    r.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) return r;
+    b = e + 1;
+  }
+}
+
 // A hash of every kernel file as this process would compile it (embedded, or from
 // $OCL_INFER_KERNEL_DIR): what a tuning result was measured with.
 std::string kernel_sources_hash() {

@@ -39,6 +39,9 @@ uint64_t fnv1a(const std::string& s);
 std::string hex16(uint64_t v);
 // Whether `s` is 16 hex digits (a hex16() key read back from a file).
 bool is_hex16(const std::string& s);
+// The tab-separated fields of a line of one of the cache folder's files, empty ones included (an
+// empty line is one empty field).
+std::vector<std::string> split_tabs(const std::string& line);
 // What every program's build options end with ($OCL_INFER_EXTRA_BUILD_OPTIONS, with a leading
 // space; "" when unset).
 const std::string& build_options_suffix();

@@ -140,17 +140,6 @@ std::string describe_launch(const Plan& plan, const Launch& l, const Units& unit
   return o.str();
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> r;
-  size_t b = 0;
-  for (;;) {
-    const size_t e = line.find('\t', b);
-    r.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
-    if (e == std::string::npos) return r;
-    b = e + 1;
-  }
-}
-
 std::set<std::string> read_ledger(const std::string& path) {
   std::set<std::string> r;
   std::ifstream f(path);

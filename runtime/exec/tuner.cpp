@@ -19,13 +19,6 @@ namespace {
 
 constexpr const char* kHeader = "ocl-infer tuning cache v1";
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> r;
-  std::stringstream ss(line);
-  for (std::string f; std::getline(ss, f, '\t');) r.push_back(f);
-  return r;
-}
-
 }  // namespace
 
 std::string tuning_device_key(const std::string& platform, const std::string& device, const std::string& driver,
