@@ -606,7 +606,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20,
                         help="timed runs per round (default 20)")
     # Ten: each ocl-infer configuration is a new process whose first ~10 runs after planning were
-    # up to 2x slower on the 2-core development VM (its kernels, not the host: the second core
+    # up to 2x slower on the 2-core AMD EPYC Zen 5 development VM (its kernels, not the host: the second core
     # seems to need ~0.1 s of load to reach full speed), while onnxruntime's session lives in this
     # busy process.
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs per round (default 10)")

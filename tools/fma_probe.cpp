@@ -1,8 +1,9 @@
 // The arithmetic ceiling of an OpenCL device as its compiler leaves it: kernels that do nothing but
 // independent FMAs in registers (no memory traffic in the loop), timed with the wall clock (some
 // drivers report zero event timestamps). It bounds what any kernel variant can reach there: Mesa
-// 22.3's rusticl on llvmpipe gave ~1.3 GFLOP/s on the 2-core development VM, against 23-31 on PoCL
-// with the same kernels (see the README, "Status and measurements").
+// 22.3's rusticl on llvmpipe gave 1.07-1.11 GFLOP/s on the 2-core AMD EPYC Zen 5 VM of development,
+// where PoCL 3.1 gave 27 (scalar8) and 208 (vector8) with the same kernels (see the README, "Status
+// and measurements").
 //
 //   fma_probe [--device N] [--items N] [--repeat N]
 //

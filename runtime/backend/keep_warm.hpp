@@ -2,15 +2,16 @@
 //
 // PoCL's pthread driver hands out a kernel's work-groups to its worker threads; a worker that
 // finds no work-group left (the other worker still finishing the kernel's last ones) sleeps on a
-// condition variable, and is woken when the next kernel of the in-order queue becomes ready. In a
-// VM that wake-up takes 10-25 us, so every kernel boundary costs about 14 us of one core -- 15-20 %
-// of a small CNN's latency on 2 cores (mobilenet_v2 has 55 kernels in ~3 ms).
+// condition variable, and is woken when the next kernel of the in-order queue becomes ready. In the
+// 2-core AMD EPYC Zen 5 VM of development (PoCL 3.1) that wake-up takes 10-25 us, so every kernel
+// boundary cost about 14 us of one core -- 15-20 % of a small CNN's latency (mobilenet_v2 has 55
+// kernels in ~3 ms).
 //
 // KeepWarm gives the idle worker something to do instead: a second in-order queue holding a chain
 // of empty markers. A worker completes marker after marker (~0.7 us each; the driver serves ready
 // kernels before other commands) and takes the next kernel's work-groups as soon as they exist.
-// It costs the host ~0.4 us per marker to enqueue, and no CPU time that the workers would have
-// spent on kernels.
+// It costs the host ~0.4 us per marker to enqueue (same machine), and no CPU time that the workers
+// would have spent on kernels.
 //
 // The executor feeds markers_per_launch markers after each kernel it enqueues; markers left over
 // from the previous run count against this run's supply, so at most one run's worth is ever
