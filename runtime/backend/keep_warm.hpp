@@ -27,7 +27,6 @@
 
 namespace oi {
 
-
 class KeepWarm {
  public:
   // markers_per_launch 0: does nothing.
@@ -41,9 +40,10 @@ class KeepWarm {
   // completion is seen through an event on every 16th).
   uint64_t enqueued() const { return enqueued_; }
   uint64_t outstanding() const { return enqueued_ - completed_; }
-  // Before a run of `launches` kernels: how many markers of the last runs are still pending.
+  // Before a run of `launches` kernels: this run may enqueue markers_per_launch x launches, less
+  // those of earlier runs that may still be pending.
   void begin(size_t launches);
-  // After each kernel of the run.
+  // After each kernel of the run: up to markers_per_launch markers, within that allowance.
   void feed();
   // After the run's last kernel.
   void end();
