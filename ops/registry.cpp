@@ -16,6 +16,12 @@ void add_norm_ops(std::vector<OpDef>& t);
 void add_reduce_ops(std::vector<OpDef>& t);
 void add_resize_ops(std::vector<OpDef>& t);
 void add_quant_ops(std::vector<OpDef>& t);
+void add_scatter_ops(std::vector<OpDef>& t);
+void add_topk_ops(std::vector<OpDef>& t);
+void add_sample_ops(std::vector<OpDef>& t);
+void add_einsum_ops(std::vector<OpDef>& t);
+void add_dynamic_ops(std::vector<OpDef>& t);
+void add_control_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -31,6 +37,12 @@ const std::vector<OpDef>& table() {
     add_reduce_ops(t);
     add_resize_ops(t);
     add_quant_ops(t);
+    add_scatter_ops(t);
+    add_topk_ops(t);
+    add_sample_ops(t);
+    add_einsum_ops(t);
+    add_dynamic_ops(t);
+    add_control_ops(t);
     return t;
   }();
   return rows;

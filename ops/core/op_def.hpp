@@ -128,6 +128,12 @@ struct OpTraits {
   double (*flops)(const OpContext& ctx) = nullptr;
   // Non-null: the node can absorb a following per-channel affine into its weights.
   const ChannelAffine* affine = nullptr;
+  // Output shapes depend on input *values* (NonZero, NonMaxSuppression, Unique, Compress): the
+  // compiler calls infer() and host() only once every input is known on the host. When an input
+  // is computed on the device, the plan ends a segment before the node, the session reads the
+  // node's inputs back after that segment runs and evaluates the node on the host, and the next
+  // segment is planned for the shapes it produced (see runtime/exec/segments).
+  bool data_dependent = false;
 };
 
 using InferFn = void (*)(OpContext&);
@@ -161,6 +167,7 @@ struct OpDef {
   OpDef& input_slices(int64_t (*f)(const OpContext&, int)) { return traits.input_offset_in_output = f, *this; }
   OpDef& flops(double (*f)(const OpContext&)) { return traits.flops = f, *this; }
   OpDef& affine(const ChannelAffine* a) { return traits.affine = a, *this; }
+  OpDef& data_dependent() { return traits.data_dependent = true, *this; }
 };
 
 // Highest since_version <= opset for (domain, op_type); nullptr when unsupported. "ai.onnx" is the
