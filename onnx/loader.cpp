@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -274,42 +275,30 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& mo
   return r;
 }
 
-}  // namespace
 
-Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uint64_t max_bytes) {
-  if (size == 0) throw ModelError("the model file is empty");
-  if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
-    throw ModelError("the model is larger than 2 GB; store its weights as external data");
-  onnx::ModelProto mp;
-  {
-    google::protobuf::io::ArrayInputStream ais(data, static_cast<int>(size));
-    google::protobuf::io::CodedInputStream cis(&ais);
-    cis.SetRecursionLimit(64);
-    if (!mp.ParseFromCodedStream(&cis) || !cis.ConsumedEntireMessage())
-      throw ModelError("not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
+// Names visible from enclosing scopes while a subgraph is read (nullptr for the model's graph).
+struct Scope {
+  const Scope* parent = nullptr;
+  const std::set<std::string>* names = nullptr;
+  bool sees(const std::string& n) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (s->names->count(n)) return true;
+    return false;
   }
-  if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
-    throw ModelError("not a valid ONNX model (no graph)");
+};
 
+struct LoadState {
+  std::string model_dir;
+  uint64_t max_bytes = 0;
+  uint64_t total = 0;  // bytes of constants read so far, against max_bytes
+  std::map<std::string, int> opsets;
+};
+
+// Reads one graph: the model's (outer == nullptr) or a subgraph of a node (If, Loop, Scan), whose
+// reads of enclosing scopes' values become its captures (see Graph::captures).
+Graph load_graph(onnx::GraphProto& gp, const Scope* outer, LoadState& st, const std::string& where) {
   Graph g;
-  g.ir_version = mp.ir_version();
-  g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
-  for (auto& os : mp.opset_import()) {
-    std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
-    if (os.version() < 0 || os.version() > 100000)
-      throw ModelError("opset import of domain '" + printable(os.domain()) + "' has an invalid version " +
-                       std::to_string(os.version()));
-    g.opsets[dom] = static_cast<int>(os.version());
-  }
-  if (g.opsets.empty()) g.opsets[""] = 1;  // IR version 2 models have no opset_import
-  // Operators change meaning between opsets: a newer opset than the registry implements would run
-  // with the older semantics, so it is refused rather than guessed.
-  if (g.opsets.count("") && g.opsets[""] > kMaxOpset)
-    throw ocl_infer::UnsupportedError("the model imports opset " + std::to_string(g.opsets[""]) +
-                                      " of the default ONNX domain; ocl-infer implements opsets 1 to " +
-                                      std::to_string(kMaxOpset));
-  const auto& gp = mp.graph();
-
+  g.opsets = st.opsets;
   std::map<std::string, int> ids;
   auto value_id = [&](const std::string& name) {
     auto it = ids.find(name);
@@ -321,16 +310,15 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
 
   // Initializers are constants; a model input that is also an initializer is a constant too. Their
   // total counts against the memory limit as each is read.
-  uint64_t total = 0;
-  for (auto& init : *mp.mutable_graph()->mutable_initializer()) {
-    if (init.name().empty()) throw ModelError("an initializer has no name");
+  for (auto& init : *gp.mutable_initializer()) {
+    if (init.name().empty()) throw ModelError(where + "an initializer has no name");
     int id = value_id(init.name());
     Value& v = g.values[id];
-    auto t = std::make_shared<Tensor>(convert_tensor(init, model_dir, max_bytes - total));
+    auto t = std::make_shared<Tensor>(convert_tensor(init, st.model_dir, st.max_bytes - st.total));
     // The copy in the tensor is the one kept: the parsed bytes go now, so that the next
     // initializer's allocation can reuse their memory instead of faulting in fresh pages.
     std::string().swap(*init.mutable_raw_data());
-    total += t->bytes.size();
+    st.total += t->bytes.size();
     v.dtype = t->dtype;
     v.shape = t->shape;
     v.shape_known = true;
@@ -340,6 +328,11 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
     int id = value_id(in.name());
     if (g.values[id].data) continue;
     convert_type(in, g.values[id]);
+    if (outer) {  // a body's inputs take their types from the node; declared ones are hints
+      g.values[id].shape_known = false;
+      g.inputs.push_back(id);
+      continue;
+    }
     if (!in.has_type() || !in.type().has_tensor_type())
       throw ocl_infer::UnsupportedError("model input '" + in.name() + "' is not a tensor");
     if (g.values[id].dtype == DType::Undefined)
@@ -351,38 +344,89 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
   std::set<std::string> produced;
   for (int id : g.inputs) produced.insert(g.values[id].name);
   for (auto& init : gp.initializer()) produced.insert(init.name());
+  const int nn = gp.node_size();
+  std::map<std::string, int> producer_of;
+  for (int i = 0; i < nn; ++i)
+    for (auto& o : gp.node(i).output())
+      if (!o.empty()) {
+        if (producer_of.count(o) || produced.count(o))
+          throw ModelError(where + "value '" + printable(o) + "' is produced more than once");
+        producer_of[o] = i;
+      }
+  std::set<std::string> local = produced;
+  for (auto& [name, i] : producer_of) local.insert(name);
+  const Scope here{outer, &local};
+
+  // Subgraphs first: their outer reads are the node's implicit inputs, which order the nodes.
+  std::vector<std::map<std::string, Graph>> subs(nn);
+  std::vector<std::vector<std::string>> implicit(nn);
+  for (int i = 0; i < nn; ++i) {
+    auto& np = *gp.mutable_node(i);
+    for (auto& a : *np.mutable_attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPHS)
+        throw ocl_infer::UnsupportedError(where + "node '" + printable(np.name()) + "' (" + np.op_type() +
+                                          ") has a list-of-graphs attribute '" + a.name() + "'");
+      if (a.type() != onnx::AttributeProto::GRAPH && !(a.type() == onnx::AttributeProto::UNDEFINED && a.has_g()))
+        continue;
+      std::string nm = np.name().empty() ? np.op_type() : np.name();
+      Graph sub = load_graph(*a.mutable_g(), &here, st, where + "node '" + printable(nm) + "' " + a.name() + ": ");
+      for (int c : sub.captures)
+        if (std::find(implicit[i].begin(), implicit[i].end(), sub.values[c].name) == implicit[i].end())
+          implicit[i].push_back(sub.values[c].name);
+      subs[i].emplace(a.name(), std::move(sub));
+    }
+    // Every subgraph of the node captures the union, in one order.
+    for (auto& [name, sub] : subs[i]) {
+      std::vector<int> caps;
+      for (const std::string& c : implicit[i]) {
+        int id = sub.find_value(c);
+        if (id < 0 || std::find(sub.captures.begin(), sub.captures.end(), id) == sub.captures.end())
+          id = sub.add_value(c);
+        caps.push_back(id);
+      }
+      sub.captures = caps;
+    }
+  }
+  auto reads_of = [&](int n) {
+    std::vector<std::string> r(gp.node(n).input().begin(), gp.node(n).input().end());
+    r.insert(r.end(), implicit[n].begin(), implicit[n].end());
+    return r;
+  };
+  // A name no local node, input or initializer defines: an enclosing scope's value (captured), or
+  // an error.
+  auto check_read = [&](const std::string& in, int reader) {
+    if (in.empty() || local.count(in)) return;
+    if (outer && outer->sees(in)) {
+      int id = value_id(in);
+      if (std::find(g.captures.begin(), g.captures.end(), id) == g.captures.end()) g.captures.push_back(id);
+      return;
+    }
+    if (reader < 0) throw ModelError(where + "graph output '" + printable(in) + "' is not produced by any node, input or initializer");
+    const auto& np = gp.node(reader);
+    std::string nm = np.name().empty() ? np.op_type() : np.name();
+    throw ModelError(where + "node '" + printable(nm) + "' (" + np.op_type() + ") reads value '" + printable(in) +
+                     "', which no node, input or initializer defines");
+  };
 
   // ONNX requires nodes in topological order; accept any order by sorting, and report cycles.
-  const int nn = gp.node_size();
   std::vector<int> order;
   {
-    std::map<std::string, int> producer_of;
-    for (int i = 0; i < nn; ++i)
-      for (auto& o : gp.node(i).output())
-        if (!o.empty()) {
-          if (producer_of.count(o) || produced.count(o))
-            throw ModelError("value '" + o + "' is produced more than once");
-          producer_of[o] = i;
-        }
     std::vector<int> state(nn, 0);  // 0 new, 1 on stack, 2 done
+    std::vector<std::vector<std::string>> reads(nn);
+    for (int i = 0; i < nn; ++i) reads[i] = reads_of(i);
     for (int start = 0; start < nn; ++start) {
       if (state[start]) continue;
       std::vector<std::pair<int, int>> stack{{start, 0}};
       state[start] = 1;
       while (!stack.empty()) {
         auto& [n, k] = stack.back();
-        const auto& np = gp.node(n);
-        if (k < np.input_size()) {
-          const std::string& in = np.input(k++);
-          if (in.empty() || produced.count(in)) continue;
+        if (k < static_cast<int>(reads[n].size())) {
+          const std::string& in = reads[n][k++];
+          check_read(in, n);
           auto it = producer_of.find(in);
-          if (it == producer_of.end()) {
-            std::string nm = np.name().empty() ? np.op_type() : np.name();
-            throw ModelError("node '" + nm + "' (" + np.op_type() + ") reads value '" + in +
-                             "', which no node, input or initializer defines");
-          }
+          if (in.empty() || it == producer_of.end()) continue;
           int p = it->second;
-          if (state[p] == 1) throw ModelError("the graph has a cycle through value '" + in + "'");
+          if (state[p] == 1) throw ModelError(where + "the graph has a cycle through value '" + printable(in) + "'");
           if (state[p] == 0) {
             state[p] = 1;
             stack.push_back({p, 0});
@@ -406,10 +450,19 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
     if (n.name.empty() || names.count(n.name)) n.name = n.op_type + "_" + std::to_string(idx);
     names.insert(n.name);
     for (auto& a : np.attribute()) {
-      if (a.name().empty()) throw ModelError("node '" + n.name + "' has an attribute without a name");
-      n.attrs[a.name()] = convert_attribute(a, model_dir, max_bytes);
+      if (a.name().empty()) throw ModelError(where + "node '" + n.name + "' has an attribute without a name");
+      auto sub = subs[idx].find(a.name());
+      if (sub != subs[idx].end()) {
+        Attribute r;
+        r.kind = Attribute::Kind::Graph;
+        r.g = std::make_shared<const Graph>(std::move(sub->second));
+        n.attrs[a.name()] = std::move(r);
+        continue;
+      }
+      n.attrs[a.name()] = convert_attribute(a, st.model_dir, st.max_bytes - st.total);
     }
     for (auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_id(in));
+    for (auto& in : implicit[idx]) n.inputs.push_back(value_id(in));
     for (auto& out : np.output()) {
       if (out.empty()) {
         n.outputs.push_back(-1);
@@ -423,18 +476,60 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
   }
   // Declared types of intermediate values are hints; shape inference recomputes them.
   for (auto& out : gp.output()) {
+    check_read(out.name(), -1);
     auto it = ids.find(out.name());
     if (it == ids.end())
-      throw ModelError("graph output '" + out.name() + "' is not produced by any node, input or initializer");
+      throw ModelError(where + "graph output '" + printable(out.name()) + "' is not produced by any node, input or initializer");
     Value& v = g.values[it->second];
     if (v.producer >= 0 && v.dtype == DType::Undefined) {
       Value hint;
       convert_type(out, hint);
       v.dim_names = hint.dim_names;
+      if (outer) v.dtype = hint.dtype;  // a body output's declared type: the type of a 0-trip Loop's scan output
     }
     g.outputs.push_back(it->second);
   }
-  if (g.outputs.empty()) throw ModelError("the graph has no outputs");
+  if (g.outputs.empty()) throw ModelError(where + "the graph has no outputs");
+  return g;
+}
+
+}  // namespace
+
+Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uint64_t max_bytes) {
+  if (size == 0) throw ModelError("the model file is empty");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw ModelError("the model is larger than 2 GB; store its weights as external data");
+  onnx::ModelProto mp;
+  {
+    google::protobuf::io::ArrayInputStream ais(data, static_cast<int>(size));
+    google::protobuf::io::CodedInputStream cis(&ais);
+    cis.SetRecursionLimit(64);
+    if (!mp.ParseFromCodedStream(&cis) || !cis.ConsumedEntireMessage())
+      throw ModelError("not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
+  }
+  if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
+    throw ModelError("not a valid ONNX model (no graph)");
+
+  LoadState st;
+  st.model_dir = model_dir;
+  st.max_bytes = max_bytes;
+  for (auto& os : mp.opset_import()) {
+    std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
+    if (os.version() < 0 || os.version() > 100000)
+      throw ModelError("opset import of domain '" + printable(os.domain()) + "' has an invalid version " +
+                       std::to_string(os.version()));
+    st.opsets[dom] = static_cast<int>(os.version());
+  }
+  if (st.opsets.empty()) st.opsets[""] = 1;  // IR version 2 models have no opset_import
+  // Operators change meaning between opsets: a newer opset than the registry implements would run
+  // with the older semantics, so it is refused rather than guessed.
+  if (st.opsets.count("") && st.opsets[""] > kMaxOpset)
+    throw ocl_infer::UnsupportedError("the model imports opset " + std::to_string(st.opsets[""]) +
+                                      " of the default ONNX domain; ocl-infer implements opsets 1 to " +
+                                      std::to_string(kMaxOpset));
+  Graph g = load_graph(*mp.mutable_graph(), nullptr, st, "");
+  g.ir_version = mp.ir_version();
+  g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
   return g;
 }
 

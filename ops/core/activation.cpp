@@ -44,6 +44,10 @@ const ActivationDef kRows[] = {
      [](double x, double, double) { return x / (1 + std::fabs(x)); }},
     {"ThresholdedRelu", "ThresholdedRelu", 10, "THRESHOLDEDRELU", {"alpha", 1.0f}, {}, false, false,
      [](double x, double a, double) { return x > a ? x : 0.0; }},
+    // Shrink takes integers too: the macro then computes in float and the store truncates, as
+    // ONNX Runtime does (static_cast<T>(x + bias) with a float bias).
+    {"Shrink", "Shrink", 9, "SHRINK", {"lambd", 0.5f}, {"bias", 0.0f}, true, false,
+     [](double x, double l, double b) { return x < -l ? x + b : x > l ? x - b : 0.0; }},
     // Fused patterns only: x * Sigmoid(x) and the Erf form of GELU.
     {"Silu", nullptr, 0, "SILU", {}, {}, false, false, [](double x, double, double) { return x * sigmoid(x); },
      "silu_fast"},

@@ -134,6 +134,10 @@ struct OpTraits {
   // node's inputs back after that segment runs and evaluates the node on the host, and the next
   // segment is planned for the shapes it produced (see runtime/exec/segments).
   bool data_dependent = false;
+  // Control flow (If, Loop, Scan): called by the compiler once the node's value inputs are known
+  // (constants); replaces the node in `g` by the nodes it stands for (the branch taken, one loop
+  // iteration, ...) and returns true, or returns false to leave it (then infer() explains why).
+  bool (*expand)(Graph& g, int node) = nullptr;
 };
 
 using InferFn = void (*)(OpContext&);
@@ -168,6 +172,7 @@ struct OpDef {
   OpDef& flops(double (*f)(const OpContext&)) { return traits.flops = f, *this; }
   OpDef& affine(const ChannelAffine* a) { return traits.affine = a, *this; }
   OpDef& data_dependent() { return traits.data_dependent = true, *this; }
+  OpDef& expands(bool (*f)(Graph&, int)) { return traits.expand = f, *this; }
 };
 
 // Highest since_version <= opset for (domain, op_type); nullptr when unsupported. "ai.onnx" is the

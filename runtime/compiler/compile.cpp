@@ -76,11 +76,135 @@ std::vector<std::string> unsupported_ops(const Graph& g) {
   return r;
 }
 
+std::vector<Tensor> evaluate_node(const Graph& g, int node, const std::map<int, const Tensor*>& inputs) {
+  Graph m;
+  m.opsets = g.opsets;
+  Node n = g.nodes[node];
+  n.epilogue = Epilogue{};
+  auto copy_value = [&](int id) {
+    if (id < 0) return -1;
+    const int mid = m.add_value(g.values[id].name);
+    m.values[mid].dtype = g.values[id].dtype;
+    return mid;
+  };
+  for (int& in : n.inputs) {
+    const int id = in;
+    in = copy_value(id);
+    if (in < 0) continue;
+    Value& v = m.values[in];
+    auto it = inputs.find(id);
+    if (it != inputs.end()) {
+      v.data = std::make_shared<const Tensor>(*it->second);
+    } else if (g.values[id].data) {
+      v.data = g.values[id].data;
+    } else {
+      throw ocl_infer::Error("internal: " + describe_node(g, g.nodes[node]) + ": input '" + g.values[id].name +
+                             "' is not known on the host");
+    }
+    v.dtype = v.data->dtype;
+    v.shape = v.data->shape;
+    v.shape_known = true;
+  }
+  for (int& o : n.outputs) o = copy_value(o);
+  m.nodes.push_back(n);
+  const OpDef* def = find_op(g, g.nodes[node]);
+  if (!def || !def->host_fn)
+    throw ocl_infer::UnsupportedError(describe_node(g, g.nodes[node]) + ": cannot be evaluated on the host");
+  OpContext ctx(m, 0);
+  def->infer_fn(ctx);
+  def->host_fn(ctx);
+  std::vector<Tensor> r;
+  for (int o : m.nodes[0].outputs) r.push_back(o >= 0 && m.values[o].data ? *m.values[o].data : Tensor());
+  return r;
+}
+
 namespace {
 
-// Shape inference and host folding over the live nodes; folded nodes are marked removed.
+// Marks every node that no graph output needs as removed.
+void remove_dead(Graph& g) {
+  std::vector<bool> is_live(g.nodes.size(), false);
+  for (int ni : live_nodes(g)) is_live[ni] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!is_live[i]) g.nodes[i].removed = true;
+}
+
+// Why node `n` cannot be resolved now, or "" when it can: an input without a known shape (made by
+// a node that waits itself), a value input not known at plan time, a data-dependent op whose
+// inputs are computed on the device.
+std::string blocked_reason(const Graph& g, const Node& n, const OpDef& def, bool segments) {
+  const OpContext ctx(g, static_cast<int>(&n - g.nodes.data()));
+  for (int k = 0; k < ctx.num_inputs(); ++k)
+    if (ctx.has_input(k) && !ctx.in(k).shape_known)
+      return segments && ctx.in(k).producer >= 0 ? "input '" + ctx.in(k).name + "' waits for an earlier read-back"
+                                                 : "input '" + ctx.in(k).name + "' has no known shape";
+  if (!segments) return "";
+  for (int k : def.traits.value_inputs)
+    if (ctx.has_input(k) && !ctx.is_const(k))
+      return "input '" + ctx.in(k).name + "' decides shapes or control flow and is computed on the device";
+  if (def.traits.data_dependent)
+    for (int k = 0; k < ctx.num_inputs(); ++k)
+      if (ctx.has_input(k) && !ctx.is_const(k))
+        return "its output shape depends on the values of input '" + ctx.in(k).name +
+               "', which is computed on the device";
+  return "";
+}
+
+// Splits a resolved graph at the nodes that wait (CompileOptions::allow_segments): the plan keeps
+// the rest, `p.rest` gets the waiting nodes.
+void split_segment(CompiledGraph& p, const std::vector<char>& waits) {
+  Graph& g = p.graph;
+  auto rest = std::make_shared<Graph>(g);
+  std::vector<bool> read_later(g.values.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!waits[i] || g.nodes[i].removed) continue;
+    for (int in : g.nodes[i].inputs)
+      if (in >= 0) read_later[in] = true;
+  }
+  std::vector<bool> made_later(g.values.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (n.removed) continue;
+    if (waits[i]) {
+      for (int o : n.outputs)
+        if (o >= 0) made_later[o] = true;
+      n.removed = true;
+    } else {
+      rest->nodes[i].removed = true;
+    }
+  }
+  std::vector<int> outputs, rest_outputs;
+  for (int o : g.outputs) (made_later[o] ? rest_outputs : outputs).push_back(o);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const Value& val = g.values[v];
+    if (!read_later[v] || made_later[v] || val.data) continue;
+    const bool is_input = std::find(g.inputs.begin(), g.inputs.end(), static_cast<int>(v)) != g.inputs.end();
+    if (!is_input) {
+      p.frontier.push_back(static_cast<int>(v));
+      if (std::find(outputs.begin(), outputs.end(), static_cast<int>(v)) == outputs.end())
+        outputs.push_back(static_cast<int>(v));
+    }
+  }
+  g.outputs = outputs;
+  // In the rest, what this plan computes arrives as inputs (fed by the session).
+  Graph& r = *rest;
+  std::vector<int> inputs;
+  for (int in : r.inputs)
+    if (read_later[in]) inputs.push_back(in);
+  for (int f : p.frontier) {
+    inputs.push_back(f);
+    r.values[f].producer = -1;
+  }
+  r.inputs = inputs;
+  r.outputs = rest_outputs;
+  for (Value& v : r.values)
+    if (!v.data && v.producer < 0) v.shape_known = false;
+  p.rest = std::move(rest);
+}
+
+// Shape inference and host folding over the live nodes; folded nodes are marked removed. Control
+// flow whose steering values are known is expanded on the way (OpTraits::expand).
 void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time,
-             uint64_t max_value_bytes) {
+             uint64_t max_value_bytes, bool segments) {
   Graph& g = p.graph;
   for (auto& [id, t] : inputs) {
     Value& v = g.values[id];
@@ -88,21 +212,37 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
     v.shape_known = true;
     if (plan_time.count(id)) v.data = std::make_shared<const Tensor>(*t);
   }
-  auto live = live_nodes(g);
-  p.nodes_before = static_cast<int>(live.size());
-  std::vector<bool> is_live(g.nodes.size(), false);
-  for (int ni : live) is_live[ni] = true;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!is_live[i]) g.nodes[i].removed = true;
-  for (int ni : live) {
+  remove_dead(g);
+  p.nodes_before = static_cast<int>(live_nodes(g).size());
+  std::vector<char> waits(g.nodes.size(), 0);
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     Node& n = g.nodes[ni];
+    if (n.removed) continue;
     const OpDef* def = find_op(g, n);
     if (!def)
       throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
-    OpContext ctx(g, ni);
-    for (int k = 0; k < ctx.num_inputs(); ++k)
-      if (ctx.has_input(k) && !ctx.in(k).shape_known)
-        ctx.fail("input '" + ctx.in(k).name + "' has no known shape");
+    const std::string why = blocked_reason(g, n, *def, segments);
+    if (!why.empty()) {
+      if (!segments) OpContext(g, static_cast<int>(ni)).fail(why);
+      // Only the first node of a chain that waits says why.
+      bool upstream = false;
+      for (int in : n.inputs)
+        upstream |= in >= 0 && g.values[in].producer >= 0 && waits[g.values[in].producer];
+      if (!upstream) p.blocked.push_back(describe_node(g, n) + ": " + why);
+      waits[ni] = 1;
+      continue;
+    }
+    if (def->traits.expand) {
+      const size_t before = g.nodes.size();
+      if (def->traits.expand(g, static_cast<int>(ni))) {
+        waits.insert(waits.begin() + static_cast<std::ptrdiff_t>(ni), g.nodes.size() + 1 - before, 0);
+        waits.erase(waits.begin() + static_cast<std::ptrdiff_t>(ni + g.nodes.size() + 1 - before));
+        remove_dead(g);
+        --ni;  // visit the first node that replaced it
+        continue;
+      }
+    }
+    OpContext ctx(g, static_cast<int>(ni));
     def->infer_fn(ctx);
     for (int k = 0; k < ctx.num_outputs(); ++k) {
       if (!ctx.has_output(k)) continue;
@@ -139,6 +279,7 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
     n.removed = true;
     ++p.folded_nodes;
   }
+  if (std::any_of(waits.begin(), waits.end(), [](char w) { return w != 0; })) split_segment(p, waits);
 }
 
 // Union-find over value ids: values that must share a storage type.
@@ -219,7 +360,7 @@ CompiledGraph compile(const Graph& model, const std::map<int, const Tensor*>& in
   CompiledGraph p;
   p.graph = model;
   Graph& g = p.graph;
-  resolve(p, inputs, plan_time, options.max_value_bytes);
+  resolve(p, inputs, plan_time, options.max_value_bytes, options.allow_segments);
   p.passes = optimize(g, options.optimizer);
   g.compact();
   // After folding and fusion, the live nodes are the device nodes.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct CompileOptions {
   // No single value may need more (the session's memory limit): checked at shape inference.
   uint64_t max_value_bytes = ~uint64_t{0};
   uint64_t max_arena_bytes = ~uint64_t{0};
+  // A node that needs a value computed on the device at plan time (a data-dependent op, a control
+  // flow condition, a shape input) ends the plan before it instead of failing: see
+  // CompiledGraph::rest.
+  bool allow_segments = false;
 };
 
 // One device node of the schedule, with the facts the buffer plan decided for it.
@@ -60,6 +65,17 @@ struct CompiledGraph {
   int folded_nodes = 0;             // evaluated on the host at plan time
   int nodes_before = 0;             // live model nodes before optimization
   std::vector<PassReport> passes;
+
+  // Segments (CompileOptions::allow_segments). Empty `frontier` and null `rest`: this plan computes
+  // every graph output. Otherwise the plan's graph outputs are the model outputs it can compute
+  // plus `frontier`, the values the rest of the graph reads from it; `rest` is the graph left to
+  // plan (the nodes this plan does not run; `frontier` values are inputs of it, and its outputs
+  // are the model outputs this plan does not compute), and `blocked` says for each node that
+  // started the rest why it could not be planned now ("node 'x' (NonZero, opset 13): input 'y' is
+  // computed on the device").
+  std::shared_ptr<const Graph> rest;
+  std::vector<int> frontier;
+  std::vector<std::string> blocked;
 };
 
 // Nodes whose results reach a graph output, in order (fused residual reads count).
@@ -71,6 +87,11 @@ std::set<int> plan_time_inputs(const Graph& g);
 
 // Every (op_type, opset) of the live nodes that the registry lacks, as "Op (opset N): node a, b".
 std::vector<std::string> unsupported_ops(const Graph& g);
+
+// Evaluates node `node` of `g` on the host (its OpDef's infer and host functions) for the input
+// tensors `inputs` (by value id of g; constants of g need not be given). Returns its outputs in
+// order (empty tensors for omitted outputs). For data-dependent ops between plan segments.
+std::vector<Tensor> evaluate_node(const Graph& g, int node, const std::map<int, const Tensor*>& inputs);
 
 // Compiles `model` for `inputs` (model input value id -> tensor: shapes are used, and the data of
 // plan-time inputs is folded in as constants). Throws ModelError / UnsupportedError naming the

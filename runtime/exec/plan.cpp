@@ -256,6 +256,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   co.alignment = cl.base_addr_align();
   co.max_arena_bytes = cl.info().max_alloc_bytes;
   co.max_value_bytes = options.memory_budget;
+  co.allow_segments = options.allow_segments;
   p.compiled = compile(model, inputs, plan_time, co);
   const CompiledGraph& c = p.compiled;
   const Graph& g = c.graph;

@@ -28,6 +28,8 @@ struct PlanOptions {
   std::string budget_source = "no limit";
   // Tuned choices and, when it tunes, the measurements (nullptr: heuristics only).
   Tuner* tuner = nullptr;
+  // See CompileOptions::allow_segments.
+  bool allow_segments = false;
 };
 
 struct Plan {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -55,6 +56,18 @@ struct Session::Impl {
   std::unique_ptr<oi::Plan> plan;
   bool plan_ran = false;  // the plan has run once (its kernels' first launches are behind it)
   std::string plan_key;
+  // Models planned in segments (data-dependent shapes, control flow decided at run time): the plan
+  // above is the first segment; the later ones are cached by the shapes (and plan-time values) of
+  // what the earlier segments computed, so that a run with the same counts plans nothing.
+  struct SegmentPlan {
+    std::unique_ptr<oi::Plan> plan;
+    bool ran = false;
+  };
+  std::map<std::string, SegmentPlan> segment_plans;
+  static constexpr size_t kMaxSegmentPlans = 64;
+  // The plans of the last run, in order, and what happened between them (for dumps).
+  std::vector<const oi::Plan*> last_segments;
+  std::vector<std::string> last_syncs;
   SessionStats stats;
   oi::ProfileAccumulator profile;
   std::map<std::string, std::string> forced_variants;
@@ -228,16 +241,157 @@ struct Session::Impl {
     return r;
   }
 
-  std::string key_of(const std::map<int, const Tensor*>& ins) const {
+  static std::string key_of(const std::map<int, const Tensor*>& ins, const std::set<int>& pt) {
     std::string key;
     for (auto& [id, t] : ins) {
-      key += shape_to_string(t->shape) + ";";
-      if (plan_time.count(id)) key.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
+      key += std::to_string(id) + ":" + shape_to_string(t->shape) + ";";
+      if (pt.count(id)) key.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
       key += "|";
     }
     return key;
   }
+
+  // Inputs whose values are folded into the plan: those that decide shapes or control flow, when
+  // they are small. A large one (an image feeding a condition) is computed on the device instead
+  // and the plan is cut where its small result is needed.
+  static constexpr int64_t kMaxPlanTimeElements = 4096;
+  static std::set<int> small_plan_time(const std::set<int>& wanted, const std::map<int, const Tensor*>& ins) {
+    std::set<int> r;
+    for (int id : wanted) {
+      auto it = ins.find(id);
+      if (it != ins.end() && it->second->numel() <= kMaxPlanTimeElements) r.insert(id);
+    }
+    return r;
+  }
+
+  oi::PlanOptions plan_options() const {
+    oi::PlanOptions po;
+    po.optimizer.level = options.optimization_level;
+    po.optimizer.disabled.insert(options.disabled_passes.begin(), options.disabled_passes.end());
+    po.plan_memory = options.plan_memory;
+    po.precision = options.precision;
+    po.fp32_ops.insert(options.fp32_ops.begin(), options.fp32_ops.end());
+    po.forced_variants = forced_variants;
+    po.memory_budget = memory_limit;
+    po.budget_source = memory_limit_source;
+    po.tuner = tuner.get();
+    po.allow_segments = true;
+    return po;
+  }
+
+  std::map<std::string, Tensor> run_segments(const std::map<int, const Tensor*>& ins, const RunOptions& ro);
 };
+
+std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, const Tensor*>& ins,
+                                                          const RunOptions& ro) {
+  if (!ro.fetch.empty())
+    throw InputError("cannot fetch intermediate values of a model planned in segments (its shapes or control flow "
+                     "depend on values computed at run time)");
+  std::map<std::string, Tensor> results;
+  std::set<std::string> wanted;
+  for (int o : model.outputs) wanted.insert(model.values[o].name);
+  std::deque<Tensor> owned;  // host copies of values read back between segments
+  std::map<int, const Tensor*> known = ins;
+  last_segments.clear();
+  last_syncs.clear();
+  oi::Plan* cur = plan.get();
+  bool* ran = &plan_ran;
+  std::string key = plan_key;
+  for (int seg = 0;; ++seg) {
+    last_segments.push_back(cur);
+    const Graph& g = cur->graph();
+    std::map<int, const Tensor*> feed;
+    for (int in : g.inputs) {
+      auto it = known.find(in);
+      if (it == known.end())
+        throw Error("internal: segment " + std::to_string(seg) + " input '" + g.values[in].name + "' is unknown");
+      feed[in] = it->second;
+    }
+    std::map<std::string, Tensor> out;
+    if (!g.outputs.empty()) {
+      oi::KeepWarm* w = *ran ? warm.get() : nullptr;
+      *ran = true;
+      out = oi::execute(*cur, *cl, feed, nullptr, {}, w);
+    }
+    const auto t_sync = std::chrono::steady_clock::now();
+    for (int o : g.outputs) {
+      const std::string& name = g.values[o].name;
+      if (wanted.count(name) && out.count(name)) results[name] = out[name];
+    }
+    if (!cur->compiled.rest) break;
+    Graph rest = *cur->compiled.rest;
+    std::string sync = "after segment " + std::to_string(seg) + ": read back";
+    for (int f : cur->compiled.frontier) {
+      auto it = out.find(g.values[f].name);
+      if (it == out.end()) throw Error("internal: segment " + std::to_string(seg) + " did not return '" + g.values[f].name + "'");
+      sync += " '" + g.values[f].name + "' " + shape_to_string(it->second.shape);
+      owned.push_back(std::move(it->second));
+      known[f] = &owned.back();
+    }
+    // Data-dependent nodes whose inputs are all on the host now are evaluated here; what they make
+    // is fed to the next segment, whose plan depends only on its shape.
+    bool progress = false;
+    for (size_t i = 0; i < rest.nodes.size(); ++i) {
+      oi::Node& n = rest.nodes[i];
+      if (n.removed) continue;
+      const oi::OpDef* def = oi::find_op(rest, n);
+      if (!def || !def->traits.data_dependent) continue;
+      bool ready = true;
+      for (int in : n.inputs) ready &= in < 0 || known.count(in) || rest.values[in].data != nullptr;
+      if (!ready) continue;
+      std::vector<Tensor> outs = oi::evaluate_node(rest, static_cast<int>(i), known);
+      sync += "; evaluated " + oi::describe_node(rest, n) + " on the host";
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        const int o = n.outputs[k];
+        if (o < 0) continue;
+        owned.push_back(std::move(outs[k]));
+        known[o] = &owned.back();
+        rest.values[o].producer = -1;
+        rest.inputs.push_back(o);
+        if (wanted.count(rest.values[o].name)) results[rest.values[o].name] = owned.back();
+      }
+      n.removed = true;
+      progress = true;
+    }
+    std::vector<int> still;
+    for (int o : rest.outputs)
+      if (!results.count(rest.values[o].name)) still.push_back(o);
+    rest.outputs = still;
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " (%.2f ms)", ms_since(t_sync));
+    last_syncs.push_back(sync + ms);
+    if (rest.outputs.empty()) break;
+    std::map<int, const Tensor*> next_ins;
+    for (int in : rest.inputs) next_ins[in] = known.at(in);
+    const std::set<int> pt = small_plan_time(oi::plan_time_inputs(rest), next_ins);
+    key += "#" + std::to_string(seg) + "#" + key_of(next_ins, pt);
+    auto found = segment_plans.find(key);
+    if (found == segment_plans.end()) {
+      if (segment_plans.size() >= kMaxSegmentPlans) segment_plans.clear();
+      const auto t0 = std::chrono::steady_clock::now();
+      SegmentPlan sp;
+      sp.plan = std::make_unique<oi::Plan>(oi::build_plan(rest, next_ins, pt, *cl, plan_options()));
+      const auto& c = sp.plan->compiled;
+      if (!progress && c.rest && c.steps.empty() && c.folded_nodes == 0) {
+        std::string why;
+        for (auto& b : cur->compiled.blocked) why += (why.empty() ? "" : "; ") + b;
+        throw UnsupportedError("cannot plan the rest of the model: " + why);
+      }
+      char line[120];
+      std::snprintf(line, sizeof line, "segment %d: planned in %.1f ms (%zu kernel launches)", seg + 1, ms_since(t0),
+                    sp.plan->launches.size());
+      log(line);
+      found = segment_plans.emplace(key, std::move(sp)).first;
+    } else {
+      log("segment " + std::to_string(seg + 1) + ": plan found in the cache");
+    }
+    cur = found->second.plan.get();
+    ran = &found->second.ran;
+  }
+  for (auto& name : wanted)
+    if (!results.count(name)) throw Error("internal: output '" + name + "' was not computed by any segment");
+  return results;
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
@@ -279,7 +433,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mu);
   auto ins = s.check_inputs(fed);
-  std::string key = s.key_of(ins);
+  const std::set<int> plan_time = Impl::small_plan_time(s.plan_time, ins);
+  std::string key = Impl::key_of(ins, plan_time);
   if (!s.plan || key != s.plan_key) {
     auto t0 = std::chrono::steady_clock::now();
     s.plan.reset();
@@ -287,18 +442,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     double compile_before = s.cl->compile_stats().compile_ms;
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
         bundled_before = s.cl->compile_stats().bundled;
-    oi::PlanOptions po;
-    po.optimizer.level = s.options.optimization_level;
-    po.optimizer.disabled.insert(s.options.disabled_passes.begin(), s.options.disabled_passes.end());
-    po.plan_memory = s.options.plan_memory;
-    po.precision = s.options.precision;
-    po.fp32_ops.insert(s.options.fp32_ops.begin(), s.options.fp32_ops.end());
-    po.forced_variants = s.forced_variants;
-    po.memory_budget = s.memory_limit;
-    po.budget_source = s.memory_limit_source;
-    po.tuner = s.tuner.get();
+    const oi::PlanOptions po = s.plan_options();
+    s.segment_plans.clear();
     const oi::Tuner::Summary before = s.tuner->summary();
-    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, s.plan_time, *s.cl, po));
+    s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
     const oi::Tuner::Summary& after = s.tuner->summary();
     s.stats.tuned_problems = after.problems - before.problems;
     s.stats.tuned_improved = after.improved - before.improved;
@@ -325,6 +472,9 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     for (auto& note : s.plan->compiled.notes) s.log("precision: " + note);
     if (s.options.profiling) s.profile.reset(*s.plan);
   }
+  if (s.plan->compiled.rest) return s.run_segments(ins, run_options);
+  s.last_segments.assign(1, s.plan.get());
+  s.last_syncs.clear();
   const std::vector<int> fetch = s.fetch_ids(run_options.fetch);
   // Drivers that compile at a kernel's first launch (PoCL: 0.1-2 s a kernel) make the first run of
   // a new plan the slow one: say so when it is.
@@ -416,7 +566,16 @@ std::string Session::dump(const std::string& what) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->plan) throw InputError("nothing is planned yet: run the model once before dumping");
   if (what == "graph") return impl_->plan->dump_graph();
-  if (what == "plan") return impl_->plan->dump_plan();
+  if (what == "plan") {
+    const Impl& s = *impl_;
+    if (s.last_segments.size() <= 1) return s.plan->dump_plan();
+    std::string r;
+    for (size_t k = 0; k < s.last_segments.size(); ++k) {
+      r += "=== segment " + std::to_string(k) + " ===\n" + s.last_segments[k]->dump_plan();
+      if (k < s.last_syncs.size()) r += "--- host sync " + s.last_syncs[k] + "\n";
+    }
+    return r;
+  }
   if (what == "graph.json") return impl_->plan->dump_graph_json();
   if (what == "plan.json") return impl_->plan->dump_plan_json();
   throw InputError("unknown dump '" + what + "' (use graph, plan, graph.json or plan.json)");

@@ -58,6 +58,17 @@ const Tensor* Node::attr_tensor(const std::string& a) const {
   return it->second.t.get();
 }
 
+const Graph* first_subgraph(const Node& n) {
+  for (auto& [name, a] : n.attrs)
+    if (a.kind == Attribute::Kind::Graph && a.g) return a.g.get();
+  return nullptr;
+}
+
+int formal_inputs(const Node& n) {
+  const Graph* sub = first_subgraph(n);
+  return static_cast<int>(n.inputs.size()) - (sub ? static_cast<int>(sub->captures.size()) : 0);
+}
+
 int64_t Graph::opset(const std::string& domain) const {
   auto it = opsets.find(domain == "ai.onnx" ? "" : domain);
   return it == opsets.end() ? 0 : it->second;

@@ -15,6 +15,8 @@ using ocl_infer::DType;
 using ocl_infer::Tensor;
 using Shape = std::vector<int64_t>;
 
+struct Graph;
+
 struct Attribute {
   enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Other };
   Kind kind = Kind::Other;
@@ -25,6 +27,8 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  // Kind::Graph: a subgraph (If's branches, Loop's and Scan's bodies), see Graph::captures.
+  std::shared_ptr<const Graph> g;
 };
 
 // A row of the activation table (ops/core/activation.hpp); the IR only points at it.
@@ -80,6 +84,11 @@ struct Graph {
   std::map<std::string, int> opsets;  // domain -> version
   std::string producer;               // producer_name + version, for messages
   int64_t ir_version = 0;
+  // Subgraphs only: values this graph reads from enclosing scopes (no producer, no data here).
+  // Every subgraph attribute of a node has the same captures, in the same order, and the node
+  // lists the enclosing scope's values for them as its last inputs, after its ONNX inputs: so
+  // liveness, ordering and buffer lifetimes see a subgraph's outer reads as the node's reads.
+  std::vector<int> captures;
 
   int64_t opset(const std::string& domain = "") const;
   int find_value(const std::string& name) const;  // -1 when absent
@@ -105,6 +114,11 @@ struct Graph {
   // A new constant value holding `t` (shape and dtype from it); returns its id.
   int add_constant(const std::string& name, Tensor t);
 };
+
+// The number of ONNX inputs of a node: its inputs less the captures of its subgraphs.
+int formal_inputs(const Node& n);
+// The node's first subgraph attribute, or nullptr.
+const Graph* first_subgraph(const Node& n);
 
 // "Conv+BatchNormalization+Relu" for a fused node, else its op type.
 std::string covered_ops(const Node& n);
