@@ -259,6 +259,33 @@ TEST(ControlFlow, WhileLoopWithDeviceCondition) {
   EXPECT_EQ(log.count("planned in"), planned) << "the same iteration count planned again";
 }
 
+// With profiling, a segmented run's profile lists each segment's kernels and one row per host
+// sync, in order, with the sync's host time.
+TEST(ControlFlow, ProfileShowsHostSyncs) {
+  ModelBuilder m = while_loop();
+  ocl_infer::SessionOptions o;
+  o.profiling = true;
+  auto s = open_session(m, o);
+  Tensor x = filled({4}, [](int64_t i) { return 10.0f + static_cast<float>(i); });  // 2 iterations
+  for (int k = 0; k < 3; ++k) s.run({{"x", x}});
+  auto layers = s.profile();
+  int syncs = 0, kernels_after_sync = 0;
+  for (auto& l : layers) {
+    if (l.kernel == "host:sync") {
+      ++syncs;
+      ASSERT_EQ(l.op_types, std::vector<std::string>{"HostSync"});
+      EXPECT_NE(l.node_names[0].find("read back"), std::string::npos) << l.node_names[0];
+      EXPECT_EQ(l.runs, 3);
+      EXPECT_GT(l.avg_us, 0);
+    } else if (syncs > 0) {
+      ++kernels_after_sync;
+      EXPECT_EQ(l.runs, 3);
+    }
+  }
+  EXPECT_EQ(syncs, 2) << "one sync per iteration's condition";
+  EXPECT_GT(kernels_after_sync, 0);
+}
+
 TEST(ControlFlow, ZeroTripLoop) {
   ModelBuilder m;
   m.input("x", DType::Float32, {3}).output("v").output("trace");

@@ -294,6 +294,18 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   std::map<int, const Tensor*> known = ins;
   last_segments.clear();
   last_syncs.clear();
+  const auto t_run = std::chrono::steady_clock::now();
+  std::vector<std::vector<cl_event>> events;  // by segment, with profiling
+  struct Release {
+    std::vector<std::vector<cl_event>>& e;
+    ~Release() {
+      for (auto& v : e)
+        for (cl_event x : v)
+          if (x) clReleaseEvent(x);
+    }
+  } release{events};
+  std::vector<std::string> sync_labels;
+  std::vector<double> sync_us;
   oi::Plan* cur = plan.get();
   bool* ran = &plan_ran;
   std::string key = plan_key;
@@ -311,7 +323,10 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
     if (!g.outputs.empty()) {
       oi::KeepWarm* w = *ran ? warm.get() : nullptr;
       *ran = true;
-      out = oi::execute(*cur, *cl, feed, nullptr, {}, w);
+      events.emplace_back();
+      out = oi::execute(*cur, *cl, feed, options.profiling ? &events.back() : nullptr, {}, w);
+    } else {
+      events.emplace_back();
     }
     const auto t_sync = std::chrono::steady_clock::now();
     for (int o : g.outputs) {
@@ -357,9 +372,12 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
     for (int o : rest.outputs)
       if (!results.count(rest.values[o].name)) still.push_back(o);
     rest.outputs = still;
+    const double sync_ms = ms_since(t_sync);
     char ms[32];
-    std::snprintf(ms, sizeof ms, " (%.2f ms)", ms_since(t_sync));
+    std::snprintf(ms, sizeof ms, " (%.2f ms)", sync_ms);
     last_syncs.push_back(sync + ms);
+    sync_labels.push_back(sync);
+    sync_us.push_back(sync_ms * 1000.0);
     if (rest.outputs.empty()) break;
     std::map<int, const Tensor*> next_ins;
     for (int in : rest.inputs) next_ins[in] = known.at(in);
@@ -390,6 +408,12 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   }
   for (auto& name : wanted)
     if (!results.count(name)) throw Error("internal: output '" + name + "' was not computed by any segment");
+  if (options.profiling) {
+    sync_labels.resize(last_segments.size() - 1);
+    sync_us.resize(last_segments.size() - 1);
+    if (!profile.same_chain(last_segments)) profile.reset(last_segments, sync_labels);
+    profile.add_run(events, sync_us, ms_since(t_run) * 1000.0);
+  }
   return results;
 }
 
@@ -544,7 +568,12 @@ std::vector<LayerProfile> Session::profile() const {
 
 void Session::reset_profile() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  if (impl_->plan) impl_->profile.reset(*impl_->plan);
+  if (impl_->last_segments.size() > 1) {
+    std::vector<std::string> labels(impl_->last_syncs.begin(), impl_->last_syncs.end());
+    impl_->profile.reset(impl_->last_segments, labels);
+  } else if (impl_->plan) {
+    impl_->profile.reset(*impl_->plan);
+  }
 }
 
 std::vector<double> Session::profiled_inference_us() const {
