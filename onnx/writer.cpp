@@ -21,6 +21,7 @@ void set_tensor(onnx::TensorProto* tp, const std::string& name, const Tensor& t)
 
 void set_value_info(onnx::ValueInfoProto* vi, const Value& v, DType t) {
   vi->set_name(v.name);
+  if (t == DType::Undefined) return;  // a subgraph's input or output whose type comes from its node
   auto* tt = vi->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(static_cast<int>(t));
   if (v.shape.empty() && !v.shape_known && v.dim_names.empty()) return;  // rank unknown
@@ -31,6 +32,8 @@ void set_value_info(onnx::ValueInfoProto* vi, const Value& v, DType t) {
     else if (d < v.dim_names.size() && !v.dim_names[d].empty()) dim->set_dim_param(v.dim_names[d]);
   }
 }
+
+void write_graph(onnx::GraphProto* gp, const Graph& g, const std::map<std::string, DType>& output_types, bool sub);
 
 void set_attribute(onnx::AttributeProto* a, const std::string& name, const Attribute& at, const Node& n) {
   using A = onnx::AttributeProto;
@@ -52,9 +55,49 @@ void set_attribute(onnx::AttributeProto* a, const std::string& name, const Attri
       a->set_type(A::STRINGS);
       for (auto& s : at.strings) a->add_strings(s);
       break;
+    case Attribute::Kind::Graph:
+      if (at.g) {
+        a->set_type(A::GRAPH);
+        a->mutable_g()->set_name(n.name + "_" + name);
+        write_graph(a->mutable_g(), *at.g, {}, true);
+        break;
+      }
+      [[fallthrough]];
     default:
       throw ModelError("cannot write node '" + n.name + "' (" + n.op_type + "): attribute '" + name +
-                       "' holds a subgraph or an unsupported kind");
+                       "' holds an unsupported kind");
+  }
+}
+
+
+// A subgraph's captures are not written: its nodes name the enclosing scope's values directly, and
+// the node that holds it lists only its formal inputs.
+void write_graph(onnx::GraphProto* gp, const Graph& g, const std::map<std::string, DType>& output_types, bool sub) {
+  std::set<int> written;
+  for (int v : g.inputs) set_value_info(gp->add_input(), g.values[v], g.values[v].dtype);
+  for (const Node& n : g.nodes) {
+    if (n.removed) continue;
+    auto* np = gp->add_node();
+    np->set_name(n.name);
+    np->set_op_type(n.op_type);
+    if (!n.domain.empty()) np->set_domain(n.domain);
+    const int formal = formal_inputs(n);
+    for (int k = 0; k < static_cast<int>(n.inputs.size()); ++k) {
+      const int in = n.inputs[k];
+      if (k < formal) np->add_input(in >= 0 ? g.values[in].name : "");
+      if (in >= 0 && g.values[in].data && g.values[in].producer < 0 && written.insert(in).second)
+        set_tensor(gp->add_initializer(), g.values[in].name, *g.values[in].data);
+    }
+    for (int out : n.outputs) np->add_output(out >= 0 ? g.values[out].name : "");
+    for (auto& [name, at] : n.attrs) set_attribute(np->add_attribute(), name, at, n);
+  }
+  for (int v : g.outputs) {
+    const Value& val = g.values[v];
+    DType t = val.dtype;
+    if (auto it = output_types.find(val.name); it != output_types.end()) t = it->second;
+    if (t == DType::Undefined && !sub) throw ModelError("cannot write graph output '" + val.name + "': its type is unknown");
+    if (val.data && val.producer < 0 && written.insert(v).second) set_tensor(gp->add_initializer(), val.name, *val.data);
+    set_value_info(gp->add_output(), val, t);
   }
 }
 
@@ -72,30 +115,7 @@ std::string save_onnx(const Graph& g, const std::map<std::string, DType>& output
   }
   auto* gp = mp.mutable_graph();
   gp->set_name("ocl_infer_graph");
-  std::set<int> written;
-  for (int v : g.inputs) set_value_info(gp->add_input(), g.values[v], g.values[v].dtype);
-  for (const Node& n : g.nodes) {
-    if (n.removed) continue;
-    auto* np = gp->add_node();
-    np->set_name(n.name);
-    np->set_op_type(n.op_type);
-    if (!n.domain.empty()) np->set_domain(n.domain);
-    for (int in : n.inputs) {
-      np->add_input(in >= 0 ? g.values[in].name : "");
-      if (in >= 0 && g.values[in].data && g.values[in].producer < 0 && written.insert(in).second)
-        set_tensor(gp->add_initializer(), g.values[in].name, *g.values[in].data);
-    }
-    for (int out : n.outputs) np->add_output(out >= 0 ? g.values[out].name : "");
-    for (auto& [name, at] : n.attrs) set_attribute(np->add_attribute(), name, at, n);
-  }
-  for (int v : g.outputs) {
-    const Value& val = g.values[v];
-    DType t = val.dtype;
-    if (auto it = output_types.find(val.name); it != output_types.end()) t = it->second;
-    if (t == DType::Undefined) throw ModelError("cannot write graph output '" + val.name + "': its type is unknown");
-    if (val.data && val.producer < 0 && written.insert(v).second) set_tensor(gp->add_initializer(), val.name, *val.data);
-    set_value_info(gp->add_output(), val, t);
-  }
+  write_graph(gp, g, output_types, false);
   std::string out;
   if (!mp.SerializeToString(&out)) throw ModelError("the model is too large to serialize (protobuf's 2 GB limit)");
   return out;

@@ -360,6 +360,76 @@ TEST(ControlFlow, SliceEndComputedFromData) {
   EXPECT_EQ(log.count("segment 1: planned"), 3);
 }
 
+// A conv model whose tail branches on a value computed on the device: fetching intermediate values
+// works across segments, and the int8 quantizer (which fetches every activation while it
+// calibrates) writes a model that keeps the If, runs, and stays close to fp32.
+TEST(ControlFlow, QuantizedModelWithDeviceIf) {
+  const Shape xs{1, 3, 40, 40};
+  ModelBuilder m;
+  m.input("x", DType::Float32, xs).output("y");
+  std::mt19937 rng(21);
+  m.initializer("w", random_tensor({8, 3, 3, 3}, rng, -0.5f, 0.5f)).initializer("b", random_tensor({8}, rng, -0.1f, 0.1f));
+  m.initializer("level", scalar_f(0.1f)).initializer("two", scalar_f(2));
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  attr_ints(conv, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"});
+  attr_i(m.node("ReduceMean", {"r"}, {"mean"}), "keepdims", 0);
+  m.node("Greater", {"mean", "level"}, {"cond"});
+  auto& n = m.node("If", {"cond"}, {"y"});
+  auto* t = graph_attr(n, "then_branch");
+  add_node(t, "Mul", {"r", "two"}, {"t_y"});
+  add_io(t->mutable_output(), "t_y", DType::Float32, {1, 8, 40, 40});
+  auto* e = graph_attr(n, "else_branch");
+  add_node(e, "Sigmoid", {"r"}, {"e_y"});
+  add_io(e->mutable_output(), "e_y", DType::Float32, {1, 8, 40, 40});
+  auto s = open_session(m);
+  Tensor x = random_tensor(xs, rng);
+  ocl_infer::RunOptions ro;
+  ro.fetch = {"r", "cond"};
+  auto out = s.run({{"x", x}}, ro);
+  ASSERT_TRUE(out.count("r") && out.count("cond"));
+  float mean = 0;
+  for (int64_t i = 0; i < out.at("r").numel(); ++i) mean += out.at("r").data<float>()[i];
+  mean /= static_cast<float>(out.at("r").numel());
+  EXPECT_EQ(out.at("cond").bytes[0] != 0, mean > 0.1f);
+
+  const std::string path = testing::TempDir() + "/if_model.onnx";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_TRUE(f);
+    const std::string b = m.bytes();
+    std::fwrite(b.data(), 1, b.size(), f);
+    std::fclose(f);
+  }
+  std::vector<std::map<std::string, Tensor>> calib;
+  for (int k = 0; k < 4; ++k) calib.push_back({{"x", random_tensor(xs, rng)}});
+  const std::string q = ocl_infer::quantize_model(path, calib);
+  {
+    onnx::ModelProto qp;
+    ASSERT_TRUE(qp.ParseFromString(q));
+    int ifs = 0, dq = 0;
+    for (auto& node : qp.graph().node()) {
+      ifs += node.op_type() == "If";
+      dq += node.op_type() == "DequantizeLinear";
+      if (node.op_type() == "If") EXPECT_EQ(node.input_size(), 1) << "captures written as inputs";
+    }
+    EXPECT_EQ(ifs, 1);
+    EXPECT_GT(dq, 0) << "nothing was quantized";
+  }
+  auto qs = ocl_infer::Session::from_memory(q.data(), q.size(), {});
+  for (auto& c : calib) {
+    const Tensor want = s.run(c).at("y");
+    const Tensor got = qs.run(c).at("y");
+    ASSERT_EQ(got.shape, want.shape);
+    float mx = 0, err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      mx = std::max(mx, std::fabs(want.data<float>()[i]));
+      err = std::max(err, std::fabs(got.data<float>()[i] - want.data<float>()[i]));
+    }
+    EXPECT_LT(err, 0.05f * mx) << "int8 vs fp32";
+  }
+}
+
 TEST(ControlFlow, MalformedControlFlowFailsClearly) {
   {
     ModelBuilder m;

@@ -204,12 +204,15 @@ struct Session::Impl {
   }
 
   // Value ids for RunOptions::fetch against the current plan.
-  std::vector<int> fetch_ids(const std::vector<std::string>& names) const {
+  std::vector<int> fetch_ids(const std::vector<std::string>& names) const { return fetch_ids(*plan, names, false); }
+  // With `partial`, names the plan does not compute are skipped instead of refused (a segment of
+  // a segmented run computes only some of them).
+  std::vector<int> fetch_ids(const oi::Plan& plan, const std::vector<std::string>& names, bool partial) const {
     std::vector<int> r;
     if (names.empty()) return r;
-    const Graph& g = plan->graph();
+    const Graph& g = plan.graph();
     std::vector<int> written;  // every value an executed node writes
-    for (const oi::Step& step : plan->compiled.steps)
+    for (const oi::Step& step : plan.compiled.steps)
       for (int o : g.nodes[step.node].outputs)
         if (o >= 0) written.push_back(o);
     if (names.size() == 1 && names[0] == "*") return written;
@@ -220,6 +223,7 @@ struct Session::Impl {
         r.push_back(id);
         continue;
       }
+      if (partial) continue;
       // Say what happened to it: fused into a node, or never a value of this model.
       std::string why = "the model has no value named '" + name + "'";
       const int mid = model.find_value(name);
@@ -228,7 +232,7 @@ struct Session::Impl {
         std::string producer;
         for (const oi::Node& mn : model.nodes)
           if (std::find(mn.outputs.begin(), mn.outputs.end(), mid) != mn.outputs.end()) producer = mn.name;
-        for (const oi::Step& step : plan->compiled.steps) {
+        for (const oi::Step& step : plan.compiled.steps) {
           const oi::Node& n = g.nodes[step.node];
           for (auto& cover : n.covers)
             if (!producer.empty() && cover.first == producer)
@@ -284,9 +288,6 @@ struct Session::Impl {
 
 std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, const Tensor*>& ins,
                                                           const RunOptions& ro) {
-  if (!ro.fetch.empty())
-    throw InputError("cannot fetch intermediate values of a model planned in segments (its shapes or control flow "
-                     "depend on values computed at run time)");
   std::map<std::string, Tensor> results;
   std::set<std::string> wanted;
   for (int o : model.outputs) wanted.insert(model.values[o].name);
@@ -306,6 +307,7 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   } release{events};
   std::vector<std::string> sync_labels;
   std::vector<double> sync_us;
+  std::map<std::string, Tensor> fetched;  // RunOptions::fetch, from whichever segment computes each
   oi::Plan* cur = plan.get();
   bool* ran = &plan_ran;
   std::string key = plan_key;
@@ -324,7 +326,13 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
       oi::KeepWarm* w = *ran ? warm.get() : nullptr;
       *ran = true;
       events.emplace_back();
-      out = oi::execute(*cur, *cl, feed, options.profiling ? &events.back() : nullptr, {}, w);
+      out = oi::execute(*cur, *cl, feed, options.profiling ? &events.back() : nullptr,
+                        fetch_ids(*cur, ro.fetch, true), w);
+      for (const std::string& name : ro.fetch)
+        if (out.count(name) && !results.count(name)) fetched[name] = out[name];
+      if (ro.fetch.size() == 1 && ro.fetch[0] == "*")
+        for (auto& [name, t] : out)
+          if (!wanted.count(name)) fetched[name] = t;
     } else {
       events.emplace_back();
     }
@@ -364,6 +372,9 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
         rest.values[o].producer = -1;
         rest.inputs.push_back(o);
         if (wanted.count(rest.values[o].name)) results[rest.values[o].name] = owned.back();
+        const bool fetch_all = ro.fetch.size() == 1 && ro.fetch[0] == "*";
+        if (fetch_all || std::find(ro.fetch.begin(), ro.fetch.end(), rest.values[o].name) != ro.fetch.end())
+          fetched[rest.values[o].name] = owned.back();
       }
       n.removed = true;
       progress = true;
@@ -408,6 +419,12 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   }
   for (auto& name : wanted)
     if (!results.count(name)) throw Error("internal: output '" + name + "' was not computed by any segment");
+  for (const std::string& name : ro.fetch) {
+    if (name == "*" || results.count(name) || fetched.count(name)) continue;
+    throw InputError("cannot fetch '" + name + "': no segment of the plan computes it (it may be fused into a node, "
+                     "evaluated on the host between segments, or not a value of this model)");
+  }
+  for (auto& [name, t] : fetched) results.emplace(name, std::move(t));
   if (options.profiling) {
     sync_labels.resize(last_segments.size() - 1);
     sync_us.resize(last_segments.size() - 1);
