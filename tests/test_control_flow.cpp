@@ -411,7 +411,9 @@ TEST(ControlFlow, QuantizedModelWithDeviceIf) {
     for (auto& node : qp.graph().node()) {
       ifs += node.op_type() == "If";
       dq += node.op_type() == "DequantizeLinear";
-      if (node.op_type() == "If") EXPECT_EQ(node.input_size(), 1) << "captures written as inputs";
+      if (node.op_type() == "If") {
+        EXPECT_EQ(node.input_size(), 1) << "captures written as inputs";
+      }
     }
     EXPECT_EQ(ifs, 1);
     EXPECT_GT(dq, 0) << "nothing was quantized";
