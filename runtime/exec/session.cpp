@@ -623,7 +623,23 @@ std::string Session::dump(const std::string& what) const {
     return r;
   }
   if (what == "graph.json") return impl_->plan->dump_graph_json();
-  if (what == "plan.json") return impl_->plan->dump_plan_json();
+  if (what == "plan.json") {
+    const Impl& s = *impl_;
+    if (s.last_segments.size() <= 1) return s.plan->dump_plan_json();
+    // {"segments": [plan, ...], "host_syncs": ["after segment 0: read back ...", ...]}
+    std::string r = "{\"segments\": [";
+    for (size_t k = 0; k < s.last_segments.size(); ++k) r += (k ? ", " : "") + s.last_segments[k]->dump_plan_json();
+    r += "], \"host_syncs\": [";
+    for (size_t k = 0; k < s.last_syncs.size(); ++k) {
+      std::string esc;
+      for (char c : s.last_syncs[k]) {
+        if (c == '"' || c == '\\') esc += '\\';
+        if (static_cast<unsigned char>(c) >= 0x20) esc += c;
+      }
+      r += std::string(k ? ", " : "") + "\"" + esc + "\"";
+    }
+    return r + "]}";
+  }
   throw InputError("unknown dump '" + what + "' (use graph, plan, graph.json or plan.json)");
 }
 
