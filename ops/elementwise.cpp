@@ -395,6 +395,26 @@ void mod_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), s);
 }
 
+// Folding (a loop's iteration number modulo a constant steers control flow at plan time).
+void mod_host(OpContext& ctx) {
+  const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  const Tensor &x = ctx.in_data(0), &z = ctx.in_data(1);
+  Tensor y(ctx.out_value(0).dtype, ctx.out_shape(0));
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const int64_t ia = broadcast_index(y.shape, x.shape, i), ib = broadcast_index(y.shape, z.shape, i);
+    if (is_float(x.dtype)) {
+      host_set_f(y, i, std::fmod(host_get_f(x, ia), host_get_f(z, ib)));
+      continue;
+    }
+    const int64_t a = host_get_i(x, ia), b = host_get_i(z, ib);
+    if (b == 0) ctx.fail("integer modulo by zero");
+    int64_t r = a % b;
+    if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+    host_set_i(y, i, r);
+  }
+  ctx.set_out_data(0, std::move(y));
+}
+
 void mod_build(BuildContext& ctx) {
   // fmod=1 follows C (the dividend's sign), fmod=0 follows Python (the divisor's sign).
   bool fmod = ctx.node().attr_int("fmod", 0) != 0;
@@ -577,7 +597,7 @@ void add_elementwise_ops(std::vector<OpDef>& t) {
     t.push_back(OpDef(u.onnx, 1, unary_infer).host(u.host ? unary_host : nullptr).build(unary_build).inplace().flops(per_output).any_storage());
   for (auto& b : kBinary)
     t.push_back(OpDef(b.onnx, 1, binary_infer).host(binary_host).build(binary_build).inplace().flops(per_output).any_storage());
-  t.push_back(OpDef("Mod", 10, mod_infer).build(mod_build).flops(per_output).any_storage());
+  t.push_back(OpDef("Mod", 10, mod_infer).host(mod_host).build(mod_build).flops(per_output).any_storage());
   t.push_back(OpDef("BitShift", 11, bitshift_infer).build(bitshift_build).flops(per_output).any_storage());
   for (const char* v : {"Sum", "Mean", "Min", "Max"})
     t.push_back(OpDef(v, 1, variadic_infer).host(variadic_host).build(variadic_build).flops(per_output).any_storage());

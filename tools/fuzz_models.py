@@ -93,6 +93,29 @@ def seeds(rng):
         [f32("x", [1, 2, 4, 4])], [f32("y", None)],
         [t(np.array([1, 1, 2, 2], np.float32), "scales"), t(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads"),
          t(np.array([0, 3, 5], np.int64), "idx")], opset=13)
+    # Control flow: an If on a condition computed on the device (a plan segment boundary) whose
+    # branches read outer values, and a Loop with a carried value, a scan output and a nested If.
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t_y"])], "then", [], [f32("t_y", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e_y"])], "else", [], [f32("e_y", [2, 3])])
+    inner_then = helper.make_graph([helper.make_node("Add", ["v_in", "two"], ["it_v"])], "it", [], [f32("it_v", [2, 3])])
+    inner_else = helper.make_graph([helper.make_node("Sub", ["v_in", "two"], ["ie_v"])], "ie", [], [f32("ie_v", [2, 3])])
+    body = helper.make_graph(
+        [helper.make_node("Mod", ["i", "two_i"], ["par"]),
+         helper.make_node("Equal", ["par", "zero"], ["even"]),
+         helper.make_node("If", ["even"], ["v_out"], then_branch=inner_then, else_branch=inner_else),
+         helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Relu", ["v_out"], ["scan"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), f32("v_in", [2, 3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), f32("v_out", [2, 3]), f32("scan", [2, 3])])
+    out["control_flow"] = model(
+        [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zerof"], ["cond"]),
+         helper.make_node("If", ["cond"], ["b"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Loop", ["trips", "", "b"], ["y", "ys"], body=body)],
+        [f32("x", [2, 3])], [f32("y", None), f32("ys", None)],
+        [t(np.array(2, np.float32), "two"), t(np.array(0, np.float32), "zerof"), t(np.array(3, np.int64), "trips"),
+         t(np.array(2, np.int64), "two_i"), t(np.array(0, np.int64), "zero")], opset=13)
     return out
 
 
@@ -264,6 +287,7 @@ def main():
     rng = random.Random(a.seed)
     base = {k: v.SerializeToString() for k, v in seeds(rng).items()}
     if a.write_seeds:
+        os.makedirs(a.write_seeds, exist_ok=True)
         for k, v in base.items():
             with open(os.path.join(a.write_seeds, f"seed-{k}.onnx"), "wb") as f:
                 f.write(v)
