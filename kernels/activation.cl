@@ -30,6 +30,7 @@
 #define ACT_SOFTPLUS(x, A, B) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
 #define ACT_SOFTSIGN(x, A, B) ((x) / (1 + fabs(x)))
 #define ACT_THRESHOLDEDRELU(x, A, B) ((x) > (A) ? (x) : 0)
+#define ACT_SHRINK(x, A, B) ((x) < -(A) ? (x) + (B) : (x) > (A) ? (x) - (B) : 0)
 #ifdef USE_FP64
 #define ACT_SILU(x, A, B) ((x) / (1 + exp(-(x))))
 #else

@@ -37,6 +37,7 @@ const std::map<std::string, Reference>& references() {
       {"Softplus", {13, {}, [](double x) { return std::log(1 + std::exp(x)); }}},
       {"Softsign", {13, {}, [](double x) { return x / (1 + std::fabs(x)); }}},
       {"ThresholdedRelu", {13, {{"alpha", 0.5f}}, [](double x) { return x > 0.5f ? x : 0.0; }}},
+      {"Shrink", {9, {{"lambd", 1.25f}, {"bias", 0.75f}}, [](double x) { return x < -1.25 ? x + 0.75f : x > 1.25 ? x - 0.75f : 0.0; }}},
       // Clip's bounds are inputs from opset 11.
       {"Clip", {13, {}, [](double x) { return std::clamp(x, -0.5, 2.5); }}},
       // Fused patterns only (x * Sigmoid(x), the Erf form of GELU): see FusedPatterns below.
@@ -105,6 +106,64 @@ TEST(Activations, ElementwiseMatchesReference) {
         EXPECT_NEAR(g, w, 2e-6 * std::max(1.0, std::fabs(w)) + storage) << a->name << "(" << xs[i] << ")";
       }
     }
+  }
+}
+
+// Every row folded on the host: the activation of a constant is computed at plan time (no kernel
+// left in the graph) with the same formula.
+TEST(Activations, FoldedMatchesReference) {
+  std::vector<float> xs;
+  for (float x = -4.f; x <= 4.f; x += 0.125f) xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  Tensor x = make_tensor(DType::Float32, {n}, xs.data());
+  for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
+    // Clip's row in ops/elementwise.cpp (run-time bounds, integers) has no host evaluation.
+    if (!a->onnx_op || !references().count(a->name) || std::string(a->name) == "Clip") continue;
+    const Reference& ref = references().at(a->name);
+    ModelBuilder m(ref.opset);
+    m.input("z", DType::Float32, {n}).output("y").initializer("x", x);
+    add_activation(m, a->onnx_op, ref, "x", "c");
+    m.node("Add", {"c", "z"}, {"y"});
+    Tensor zero(DType::Float32, {n});
+    Outcome r = run(m, {{"z", zero}}, 1);
+    const std::string nodes = r.graph_json.substr(0, r.graph_json.find("\"stats\""));
+    EXPECT_EQ(nodes.find("\"" + std::string(a->onnx_op) + "\""), std::string::npos) << a->name << " was not folded: " << nodes;
+    EXPECT_NE(nodes.find("\"Add\""), std::string::npos) << nodes;
+    Tensor want = reference::unary(x, ref.f);
+    const Tensor& got = r.out.at("y");
+    for (int64_t i = 0; i < n; ++i) {
+      const double w = want.data<float>()[i];
+      EXPECT_NEAR(got.data<float>()[i], w, 2e-6 * std::max(1.0, std::fabs(w)) + (fp16_mode() ? half_rounding(w) : 0.0))
+          << a->name << "(" << xs[i] << ") folded";
+    }
+  }
+}
+
+// Shrink is defined for integers: computed in float, truncated when stored (as ONNX Runtime).
+TEST(Activations, ShrinkOnIntegers) {
+  const std::vector<int32_t> xs = {-7, -3, -2, -1, 0, 1, 2, 3, 9, 100000, -100000};
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<int32_t> want;
+  for (int32_t v : xs) want.push_back(v < -1.5 ? static_cast<int32_t>(v + 2.5) : v > 1.5 ? static_cast<int32_t>(v - 2.5) : 0);
+  for (bool folded : {false, true}) {
+    ModelBuilder m(9);
+    Tensor x = make_tensor(DType::Int32, {n}, xs.data());
+    if (folded) {
+      m.input("z", DType::Int32, {n}).initializer("x", x).output("y");
+      auto& s = m.node("Shrink", {"x"}, {"c"});
+      attr_f(s, "lambd", 1.5f);
+      attr_f(s, "bias", 2.5f);
+      m.node("Add", {"c", "z"}, {"y"});
+    } else {
+      m.input("x", DType::Int32, {n}).output("y");
+      auto& s = m.node("Shrink", {"x"}, {"y"});
+      attr_f(s, "lambd", 1.5f);
+      attr_f(s, "bias", 2.5f);
+    }
+    Tensor feed = folded ? Tensor(DType::Int32, {n}) : x;
+    Tensor got = run_model(m, {{folded ? "z" : "x", feed}}).at("y");
+    ASSERT_EQ(got.dtype, DType::Int32);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(got.data<int32_t>()[i], want[i]) << "Shrink(" << xs[i] << ") folded=" << folded;
   }
 }
 

@@ -369,6 +369,7 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
         if (o < 0) continue;
         owned.push_back(std::move(outs[k]));
         known[o] = &owned.back();
+        rest.values[o].dtype = owned.back().dtype;
         rest.values[o].producer = -1;
         rest.inputs.push_back(o);
         if (wanted.count(rest.values[o].name)) results[rest.values[o].name] = owned.back();
