@@ -65,6 +65,7 @@ struct Session::Impl {
   };
   std::map<std::string, SegmentPlan> segment_plans;
   static constexpr size_t kMaxSegmentPlans = 64;
+  static constexpr int kMaxSegments = 4096;
   // The plans of the last run, in order, and what happened between them (for dumps).
   std::vector<const oi::Plan*> last_segments;
   std::vector<std::string> last_syncs;
@@ -312,6 +313,10 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   bool* ran = &plan_ran;
   std::string key = plan_key;
   for (int seg = 0;; ++seg) {
+    if (seg > kMaxSegments)
+      throw UnsupportedError("the model needs more than " + std::to_string(kMaxSegments) +
+                             " plan segments in one run (a loop whose condition is computed on the device, one "
+                             "segment per iteration)");
     last_segments.push_back(cur);
     const Graph& g = cur->graph();
     std::map<int, const Tensor*> feed;
