@@ -110,6 +110,37 @@ class GraphGen {
     if (group > 1) attr_i(n, "group", group);
     return y;
   }
+  // y = mean(x) > t ? relu(x) : sigmoid(x) as an If whose branches read x from the outer scope. The
+  // condition is computed on the device (check_graph turns off plan-time inputs), so the plan is
+  // cut into segments there. t sits 0.05 away from the mean, so float summation order cannot flip
+  // the branch.
+  std::string branch_on_mean(const std::string& x) {
+    const Tensor& xv = val[x];
+    double mean = 0;
+    for (int64_t i = 0; i < xv.numel(); ++i) mean += xv.data<float>()[i];
+    mean /= static_cast<double>(xv.numel());
+    const bool take_then = rng() % 2 == 0;
+    const float t = static_cast<float>(take_then ? mean - 0.05 : mean + 0.05);
+    const std::string mname = fresh("mean"), c = fresh("cond"), y = fresh("if");
+    attr_i(m.node("ReduceMean", {x}, {mname}), "keepdims", 0);
+    m.node("Greater", {mname, scalar(t)}, {c});
+    Tensor yv = take_then ? ref::unary(xv, ref::relu) : ref::unary(xv, ref::sigmoid);
+    auto& n = add("If", {c}, y, std::move(yv));
+    for (int b = 0; b < 2; ++b) {
+      auto* a = n.add_attribute();
+      a->set_name(b == 0 ? "then_branch" : "else_branch");
+      a->set_type(onnx::AttributeProto::GRAPH);
+      auto* g = a->mutable_g();
+      g->set_name(y + (b == 0 ? "_then" : "_else"));
+      auto* node = g->add_node();
+      node->set_op_type(b == 0 ? "Relu" : "Sigmoid");
+      node->add_input(x);
+      node->add_output(y + (b == 0 ? "_t" : "_e"));
+      g->add_output()->set_name(y + (b == 0 ? "_t" : "_e"));
+    }
+    log << "  (" << c << " = mean(" << x << ") > " << t << ": " << (take_then ? "then" : "else") << ")\n";
+    return y;
+  }
   std::string batchnorm(const std::string& x) {
     const int64_t c = val[x].shape[1];
     Tensor g = random_tensor({c}, rng, 0.5f, 1.5f), b = random_tensor({c}, rng), mu = random_tensor({c}, rng),
@@ -221,6 +252,7 @@ std::string check_graph(GraphGen& g, const std::string& what) {
   std::string bytes = g.m.bytes(), graph_json;
   for (const Config& c : kConfigs) {
     ocl_infer::SessionOptions opt;
+    opt.plan_time_input_limit = 0;  // an If on the inputs' data runs in segments, not folded
     opt.optimization_level = c.level;
     opt.plan_memory = c.plan_memory;
     if (c.fp16) opt.precision = ocl_infer::Precision::Float16;
@@ -459,7 +491,7 @@ void random_graph(GraphGen& g, int steps) {
     return pool[0];
   };
   for (int step = 0; step < steps; ++step) {
-    const int kind = pick(14);
+    const int kind = pick(15);
     std::string x = any4();
     const Tensor& xv = g.val[x];
     const int64_t C = xv.shape[1];
@@ -550,6 +582,7 @@ void random_graph(GraphGen& g, int steps) {
         pool.push_back(parts[pick(parts.size())]);
         break;
       }
+      case 13: pool.push_back(g.branch_on_mean(x)); break;
       default: {  // a wide Concat (up to 100 inputs) of scaled copies
         const int n = 20 + pick(81);
         std::vector<std::string> parts;

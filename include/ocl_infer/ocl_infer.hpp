@@ -182,6 +182,12 @@ struct SessionOptions {
   // set, else 6 on CPU devices with two or more compute units and 0 elsewhere; 0: off. Not used on
   // a plan's first run (its kernels are being compiled then).
   int keep_warm = -1;
+  // Model inputs whose values decide shapes or control flow (a Reshape's shape, an If's condition
+  // such as a sample rate) are folded into the plan when they have at most this many elements:
+  // each distinct value then gets its own plan (cached), with the branch inlined. Larger ones, or
+  // all with 0, are computed on the device and the plan is cut into segments where their result
+  // is needed (README, "Control flow and data-dependent shapes").
+  int64_t plan_time_input_limit = 4096;
 };
 
 // One kernel variant of a family (conv, gemm, pool), for SessionOptions::kernel_variants.

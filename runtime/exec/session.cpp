@@ -257,14 +257,19 @@ struct Session::Impl {
   }
 
   // Inputs whose values are folded into the plan: those that decide shapes or control flow, when
-  // they are small. A large one (an image feeding a condition) is computed on the device instead
-  // and the plan is cut where its small result is needed.
-  static constexpr int64_t kMaxPlanTimeElements = 4096;
-  static std::set<int> small_plan_time(const std::set<int>& wanted, const std::map<int, const Tensor*>& ins) {
+  // they are small (SessionOptions::plan_time_input_limit). A large one (an image feeding a
+  // condition) is computed on the device instead and the plan is cut where its small result is
+  // needed.
+  // Values read back between segments are always small enough when they decide shapes or control
+  // flow (a condition, a count); only model inputs follow the option.
+  static constexpr int64_t kMaxReadBackPlanTime = 4096;
+  std::set<int> small_plan_time(const std::set<int>& wanted, const std::map<int, const Tensor*>& ins) const {
     std::set<int> r;
     for (int id : wanted) {
       auto it = ins.find(id);
-      if (it != ins.end() && it->second->numel() <= kMaxPlanTimeElements) r.insert(id);
+      const bool model_input = std::find(model.inputs.begin(), model.inputs.end(), id) != model.inputs.end();
+      const int64_t limit = model_input ? options.plan_time_input_limit : kMaxReadBackPlanTime;
+      if (it != ins.end() && it->second->numel() <= limit) r.insert(id);
     }
     return r;
   }
@@ -480,7 +485,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mu);
   auto ins = s.check_inputs(fed);
-  const std::set<int> plan_time = Impl::small_plan_time(s.plan_time, ins);
+  const std::set<int> plan_time = s.small_plan_time(s.plan_time, ins);
   std::string key = Impl::key_of(ins, plan_time);
   if (!s.plan || key != s.plan_key) {
     auto t0 = std::chrono::steady_clock::now();
