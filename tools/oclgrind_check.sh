@@ -8,7 +8,8 @@
 #   2. the kernel-variant sweep (tests/test_variants: every variant and parameter value of conv,
 #      gemm, pooling and norm on odd sizes), in fp32 and fp16;
 #   3. the op-family suites (activations, conv, elementwise, gemm, norm, pool, reduce, resize,
-#      tensor ops), or those named in $OCLGRIND_SUITES.
+#      tensor ops; the full check also scatter, topk, sample, einsum and dynamic ops),
+#      or those named in $OCLGRIND_SUITES.
 # Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
 # kernel cache. Any oclgrind report fails the run. (oclgrind 21.10's --uninitialized plugin stops
 # at LLVM's `freeze` instruction, "Unsupported instruction", and leaves the kernel's output
@@ -90,7 +91,7 @@ check "model-tiled" "$build/ocl-infer" "$work/small.onnx" --input "x=$work/x.npy
 # OCLGRIND_*: oclgrind reads those as its own options, and OCLGRIND_QUICK would run only the first
 # and last work-group of every kernel.)
 precisions="fp32 fp16"
-all_suites="test_activations test_conv test_elementwise test_gemm test_norm test_pool test_reduce test_resize test_tensor_ops"
+all_suites="test_activations test_conv test_elementwise test_gemm test_norm test_pool test_reduce test_resize test_tensor_ops test_scatter test_topk test_sample test_einsum test_dynamic_ops"
 if [ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ]; then
   precisions=fp32
   all_suites="test_elementwise test_norm test_pool test_tensor_ops"

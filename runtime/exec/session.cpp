@@ -495,7 +495,6 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
         bundled_before = s.cl->compile_stats().bundled;
     const oi::PlanOptions po = s.plan_options();
-    s.segment_plans.clear();
     const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
     const oi::Tuner::Summary& after = s.tuner->summary();
