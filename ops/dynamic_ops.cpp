@@ -3,6 +3,7 @@
 // known there. Each op has one function that computes its outputs from the inputs' data; infer()
 // runs it for the shapes and host() for the data, so the two can never disagree.
 #include <algorithm>
+#include <unordered_map>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -21,12 +22,18 @@ using Outputs = std::vector<Tensor>;
 
 template <Outputs (*compute)(const OpContext&)>
 void dynamic_infer(OpContext& ctx) {
+  // The shapes come from the data: computing them is computing the outputs, so they are kept
+  // (host() then finds them and does not compute again).
   Outputs out = compute(ctx);
-  for (int k = 0; k < static_cast<int>(out.size()); ++k) ctx.set_out(k, out[k].dtype, out[k].shape);
+  for (int k = 0; k < static_cast<int>(out.size()); ++k)
+    if (ctx.has_output(k)) ctx.set_out_data(k, std::move(out[k]));
 }
 
 template <Outputs (*compute)(const OpContext&)>
 void dynamic_host(OpContext& ctx) {
+  bool done = true;
+  for (int k = 0; k < ctx.num_outputs(); ++k) done &= !ctx.has_output(k) || ctx.out_value(k).data != nullptr;
+  if (done) return;
   Outputs out = compute(ctx);
   for (int k = 0; k < static_cast<int>(out.size()); ++k) ctx.set_out_data(k, std::move(out[k]));
 }
@@ -302,7 +309,7 @@ Outputs nms_compute(const OpContext& ctx) {
     scores[i] = static_cast<float>(host_get_f(scores_in, static_cast<int64_t>(i)));
   std::vector<int64_t> out;
   std::vector<Corners> c(nbox);
-  std::vector<int64_t> cand, chosen;
+  std::vector<int64_t> cand;
   for (int64_t b = 0; b < nb && max_per_class > 0; ++b) {
     for (int64_t k = 0; k < nbox; ++k) c[k] = corners(&boxes[(b * nbox + k) * 4], center == 1);
     for (int64_t cls = 0; cls < nc; ++cls) {
@@ -312,17 +319,46 @@ Outputs nms_compute(const OpContext& ctx) {
         if (!std::isnan(s[k]) && (!has_score_threshold || s[k] > score_threshold))
           cand.push_back(k);
       std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
-      chosen.clear();
+      // Greedy NMS compares each candidate with the boxes chosen so far; torchvision's batched
+      // NMS puts every class's boxes into one call (offset far apart), thousands of them, so the
+      // chosen boxes sit in a grid of cells as large as the largest box and a candidate looks
+      // only at the cells it touches. Same result as comparing with all of them: a box can only
+      // suppress a box it intersects.
+      float cell = 0;
+      for (int64_t k : cand)
+        if (!c[k].nan) cell = std::max({cell, c[k].x1 - c[k].x0, c[k].y1 - c[k].y0});
+      if (!(cell > 0) || !std::isfinite(cell)) cell = 1;
+      // Cell indices stay far inside int64 whatever the coordinates.
+      for (int64_t k : cand)
+        for (float v : {c[k].x0, c[k].y0, c[k].x1, c[k].y1})
+          if (std::isfinite(v)) cell = std::max(cell, std::fabs(v) / 1e12f);
+      std::unordered_map<uint64_t, std::vector<int64_t>> grid;
+      auto cells = [&](const Corners& a, auto&& visit) {
+        if (a.nan || !std::isfinite(a.x0) || !std::isfinite(a.y0) || !std::isfinite(a.x1) || !std::isfinite(a.y1))
+          return;
+        const int64_t gx0 = static_cast<int64_t>(std::floor(a.x0 / cell)), gx1 = static_cast<int64_t>(std::floor(a.x1 / cell));
+        const int64_t gy0 = static_cast<int64_t>(std::floor(a.y0 / cell)), gy1 = static_cast<int64_t>(std::floor(a.y1 / cell));
+        for (int64_t gx = gx0; gx <= gx1; ++gx)
+          for (int64_t gy = gy0; gy <= gy1; ++gy)
+            visit((static_cast<uint64_t>(gx) << 32) ^ static_cast<uint64_t>(gy & 0xffffffff));
+      };
+      int64_t chosen_count = 0;
       for (int64_t k : cand) {
-        if (static_cast<int64_t>(chosen.size()) >= max_per_class) break;
+        if (chosen_count >= max_per_class) break;
         bool keep = true;
-        for (int64_t j : chosen)
-          if (suppresses(c[k], c[j], iou_threshold)) {
-            keep = false;
-            break;
-          }
+        cells(c[k], [&](uint64_t key) {
+          if (!keep) return;
+          auto it = grid.find(key);
+          if (it == grid.end()) return;
+          for (int64_t j : it->second)
+            if (suppresses(c[k], c[j], iou_threshold)) {
+              keep = false;
+              return;
+            }
+        });
         if (!keep) continue;
-        chosen.push_back(k);
+        ++chosen_count;
+        cells(c[k], [&](uint64_t key) { grid[key].push_back(k); });
         out.insert(out.end(), {b, cls, k});
       }
     }

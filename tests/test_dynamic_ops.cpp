@@ -398,15 +398,10 @@ TEST(NonMaxSuppression, BatchesAndClasses) {
       "no score threshold");
 }
 
-// Random boxes against a greedy reference written from the ONNX definition (double precision; the
-// random data keeps IoUs away from the threshold).
-TEST(NonMaxSuppression, RandomAgainstReference) {
-  std::mt19937 rng(44);
-  std::uniform_real_distribution<float> u(0, 1);
-  const int64_t nb = 2, nc = 3, n = 41;
-  Tensor boxes(DType::Float32, {nb, n, 4}), scores(DType::Float32, {nb, nc, n});
-  for (int64_t i = 0; i < boxes.numel(); ++i) boxes.data<float>()[i] = u(rng) * 10;
-  for (int64_t i = 0; i < scores.numel(); ++i) scores.data<float>()[i] = u(rng);
+// Greedy NMS written from the ONNX definition (double precision), for random data.
+std::vector<std::array<int64_t, 3>> nms_reference(const Tensor& boxes, const Tensor& scores, float thr, float score_thr,
+                                                  size_t max_per_class, size_t* candidates) {
+  const int64_t nb = boxes.shape[0], n = boxes.shape[1], nc = scores.shape[1];
   auto iou = [&](int64_t b, int64_t i, int64_t j) {
     const float* p = boxes.data<float>() + (b * n + i) * 4;
     const float* q = boxes.data<float>() + (b * n + j) * 4;
@@ -420,29 +415,42 @@ TEST(NonMaxSuppression, RandomAgainstReference) {
     const double c = std::fabs(double(q[2]) - q[0]) * std::fabs(double(q[3]) - q[1]);
     return inter / (a + c - inter);
   };
-  for (float thr : {0.1f, 0.3f, 0.7f}) {
-    std::vector<std::array<int64_t, 3>> want;
-    size_t candidates = 0;
-    for (int64_t b = 0; b < nb; ++b)
-      for (int64_t c = 0; c < nc; ++c) {
-        std::vector<std::pair<float, int64_t>> cand;
-        for (int64_t i = 0; i < n; ++i) {
-          const float s = scores.data<float>()[(b * nc + c) * n + i];
-          if (s > 0.2f) cand.push_back({-s, i});
-        }
-        std::sort(cand.begin(), cand.end());
-        candidates += cand.size();
-        std::vector<int64_t> kept;
-        for (auto& [s, i] : cand) {
-          if (kept.size() >= 30) break;
-          bool ok = true;
-          for (int64_t j : kept) ok = ok && iou(b, i, j) <= thr;
-          if (ok) {
-            kept.push_back(i);
-            want.push_back({b, c, i});
-          }
+  std::vector<std::array<int64_t, 3>> want;
+  *candidates = 0;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t c = 0; c < nc; ++c) {
+      std::vector<std::pair<float, int64_t>> cand;
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = scores.data<float>()[(b * nc + c) * n + i];
+        if (s > score_thr) cand.push_back({-s, i});
+      }
+      std::sort(cand.begin(), cand.end());
+      *candidates += cand.size();
+      std::vector<int64_t> kept;
+      for (auto& [s, i] : cand) {
+        if (kept.size() >= max_per_class) break;
+        bool ok = true;
+        for (int64_t j : kept) ok = ok && iou(b, i, j) <= thr;
+        if (ok) {
+          kept.push_back(i);
+          want.push_back({b, c, i});
         }
       }
+    }
+  return want;
+}
+
+// Random boxes against the reference (the random data keeps IoUs away from the threshold).
+TEST(NonMaxSuppression, RandomAgainstReference) {
+  std::mt19937 rng(44);
+  std::uniform_real_distribution<float> u(0, 1);
+  const int64_t nb = 2, nc = 3, n = 41;
+  Tensor boxes(DType::Float32, {nb, n, 4}), scores(DType::Float32, {nb, nc, n});
+  for (int64_t i = 0; i < boxes.numel(); ++i) boxes.data<float>()[i] = u(rng) * 10;
+  for (int64_t i = 0; i < scores.numel(); ++i) scores.data<float>()[i] = u(rng);
+  for (float thr : {0.1f, 0.3f, 0.7f}) {
+    size_t candidates = 0;
+    auto want = nms_reference(boxes, scores, thr, 0.2f, 30, &candidates);
     EXPECT_GT(want.size(), 12u) << "the random case should select boxes in every class";
     EXPECT_LT(want.size(), candidates) << "and suppress some";
     Nms c;
@@ -452,6 +460,39 @@ TEST(NonMaxSuppression, RandomAgainstReference) {
     c.iou = thr;
     c.score = 0.2f;
     expect_same(run_nms(c), selected(want), "random, iou_threshold " + std::to_string(thr));
+  }
+}
+
+// Thousands of small boxes spread over a large area in clusters, some far apart (as torchvision's
+// batched NMS offsets each class), one of them large: the implementation only compares boxes in
+// nearby grid cells, and must select exactly what comparing with every chosen box selects.
+TEST(NonMaxSuppression, ManySpreadBoxesAgainstReference) {
+  std::mt19937 rng(45);
+  std::uniform_real_distribution<float> u(0, 1);
+  const int64_t n = 3000;
+  Tensor boxes(DType::Float32, {1, n, 4}), scores(DType::Float32, {1, 1, n});
+  for (int64_t i = 0; i < n; ++i) {
+    const float offset = static_cast<float>(i % 7) * 5000.0f - 9000.0f;  // seven far-apart groups
+    const float cy = offset + u(rng) * 400, cx = offset + u(rng) * 400;
+    const float h = 4 + u(rng) * 30, w = 4 + u(rng) * 30;
+    float* b = boxes.data<float>() + i * 4;
+    b[0] = cy - h / 2, b[1] = cx - w / 2, b[2] = cy + h / 2, b[3] = cx + w / 2;
+    scores.data<float>()[i] = u(rng);
+  }
+  float* big = boxes.data<float>() + 17 * 4;  // one box as large as a group
+  big[0] = -9000, big[1] = -9000, big[2] = -8600, big[3] = -8600;
+  for (float thr : {0.2f, 0.5f}) {
+    size_t candidates = 0;
+    auto want = nms_reference(boxes, scores, thr, 0.0f, 100000, &candidates);
+    EXPECT_GT(want.size(), 300u);
+    EXPECT_LT(want.size(), candidates);
+    Nms c;
+    c.boxes = boxes;
+    c.scores = scores;
+    c.max_per_class = 100000;
+    c.iou = thr;
+    c.score = 0.0f;
+    expect_same(run_nms(c), selected(want), "spread boxes, iou_threshold " + std::to_string(thr));
   }
 }
 
