@@ -15,6 +15,8 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #endif
 #include "stb_image.h"
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include "stb_image_write.h"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -48,7 +50,7 @@ void check_pnm_header(const std::string& path) {
 
 }  // namespace
 
-Tensor load_image(const std::string& path, const Preprocess& p) {
+Image decode_image(const std::string& path) {
   check_pnm_header(path);
   int w = 0, h = 0, c = 0;
   if (!stbi_info(path.c_str(), &w, &h, &c)) {
@@ -62,6 +64,42 @@ Tensor load_image(const std::string& path, const Preprocess& p) {
     const char* why = stbi_failure_reason();
     throw InputError("cannot decode image '" + path + "': " + (why ? why : "unknown error"));
   }
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.rgb.assign(px.get(), px.get() + static_cast<size_t>(w) * h * 3);
+  return img;
+}
+
+namespace {
+
+// Bilinear sample of channel k at the source position of destination pixel (x, y) of an image
+// scaled by (sx, sy) source pixels per destination pixel, with half-pixel centres (torch's
+// interpolate(align_corners=False) and OpenCV's INTER_LINEAR without antialiasing).
+double sample(const Image& img, double sx, double sy, int x, int y, int k) {
+  const int w = img.width, h = img.height;
+  double fy = std::max(0.0, (y + 0.5) * sy - 0.5);
+  int iy = std::min(static_cast<int>(fy), h - 1), iy1 = std::min(iy + 1, h - 1);
+  double wy = fy - iy;
+  double fx = std::max(0.0, (x + 0.5) * sx - 0.5);
+  int ix = std::min(static_cast<int>(fx), w - 1), ix1 = std::min(ix + 1, w - 1);
+  double wx = fx - ix;
+  auto at = [&](int yy, int xx) { return static_cast<double>(img.rgb[(static_cast<size_t>(yy) * w + xx) * 3 + k]); };
+  return (1 - wy) * ((1 - wx) * at(iy, ix) + wx * at(iy, ix1)) + wy * ((1 - wx) * at(iy1, ix) + wx * at(iy1, ix1));
+}
+
+void store(float* out, const Preprocess& p, int h, int w, int y, int x, int k, double v) {
+  const int ck = p.bgr ? 2 - k : k;
+  const float f = (static_cast<float>(v) * p.scale - p.mean[ck]) / p.std[ck];
+  if (p.nhwc) out[(static_cast<size_t>(y) * w + x) * 3 + ck] = f;
+  else out[(static_cast<size_t>(ck) * h + y) * w + x] = f;
+}
+
+}  // namespace
+
+Tensor load_image(const std::string& path, const Preprocess& p) {
+  const Image img = decode_image(path);
+  const int w = img.width, h = img.height;
   // Resize so that the shorter side is p.resize, bilinear with half-pixel centres (like
   // torch's interpolate(align_corners=False) without antialiasing).
   int rw = w, rh = h;
@@ -82,28 +120,49 @@ Tensor load_image(const std::string& path, const Preprocess& p) {
   Tensor t(ocl_infer::DType::Float32, p.nhwc ? std::vector<int64_t>{1, ch, cw, 3}
                                              : std::vector<int64_t>{1, 3, ch, cw});
   float* out = t.data<float>();
-  const unsigned char* src = px.get();
   const double sx = static_cast<double>(w) / rw, sy = static_cast<double>(h) / rh;
-  for (int y = 0; y < ch; ++y) {
-    double fy = std::max(0.0, (y + y0 + 0.5) * sy - 0.5);
-    int iy = std::min(static_cast<int>(fy), h - 1), iy1 = std::min(iy + 1, h - 1);
-    double wy = fy - iy;
-    for (int x = 0; x < cw; ++x) {
-      double fx = std::max(0.0, (x + x0 + 0.5) * sx - 0.5);
-      int ix = std::min(static_cast<int>(fx), w - 1), ix1 = std::min(ix + 1, w - 1);
-      double wx = fx - ix;
-      for (int k = 0; k < 3; ++k) {
-        auto at = [&](int yy, int xx) { return static_cast<double>(src[(static_cast<size_t>(yy) * w + xx) * 3 + k]); };
-        double v = (1 - wy) * ((1 - wx) * at(iy, ix) + wx * at(iy, ix1)) +
-                   wy * ((1 - wx) * at(iy1, ix) + wx * at(iy1, ix1));
-        int ck = p.bgr ? 2 - k : k;
-        float f = (static_cast<float>(v) * p.scale - p.mean[ck]) / p.std[ck];
-        if (p.nhwc) out[(static_cast<size_t>(y) * cw + x) * 3 + ck] = f;
-        else out[(static_cast<size_t>(ck) * ch + y) * cw + x] = f;
-      }
+  for (int y = 0; y < ch; ++y)
+    for (int x = 0; x < cw; ++x)
+      for (int k = 0; k < 3; ++k) store(out, p, ch, cw, y, x, k, sample(img, sx, sy, x + x0, y + y0, k));
+  return t;
+}
+
+Tensor letterbox_image(const Image& img, int width, int height, const Preprocess& p, float pad,
+                       LetterboxTransform* transform) {
+  if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > (1ll << 28))
+    throw InputError("unusable letterbox size " + std::to_string(width) + "x" + std::to_string(height));
+  const double r = std::min(static_cast<double>(width) / img.width, static_cast<double>(height) / img.height);
+  const int nw = std::clamp(static_cast<int>(std::lround(img.width * r)), 1, width);
+  const int nh = std::clamp(static_cast<int>(std::lround(img.height * r)), 1, height);
+  const int left = (width - nw) / 2, top = (height - nh) / 2;
+  Tensor t(ocl_infer::DType::Float32, p.nhwc ? std::vector<int64_t>{1, height, width, 3}
+                                             : std::vector<int64_t>{1, 3, height, width});
+  float* out = t.data<float>();
+  const double sx = static_cast<double>(img.width) / nw, sy = static_cast<double>(img.height) / nh;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const bool inside = x >= left && x < left + nw && y >= top && y < top + nh;
+      for (int k = 0; k < 3; ++k)
+        store(out, p, height, width, y, x, k, inside ? sample(img, sx, sy, x - left, y - top, k) : pad);
     }
+  if (transform) {
+    transform->scale_x = static_cast<double>(nw) / img.width;
+    transform->scale_y = static_cast<double>(nh) / img.height;
+    transform->pad_x = left;
+    transform->pad_y = top;
+    transform->width = width;
+    transform->height = height;
+    transform->photo_width = img.width;
+    transform->photo_height = img.height;
   }
   return t;
+}
+
+void write_png(const std::string& path, const Image& img) {
+  if (img.width <= 0 || img.height <= 0 || img.rgb.size() != static_cast<size_t>(img.width) * img.height * 3)
+    throw InputError("cannot write '" + path + "': not an RGB image");
+  if (!stbi_write_png(path.c_str(), img.width, img.height, 3, img.rgb.data(), img.width * 3))
+    throw InputError("cannot write PNG '" + path + "'");
 }
 
 }  // namespace cli

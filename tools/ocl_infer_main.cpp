@@ -20,6 +20,7 @@
 #include "ocl_infer/ocl_infer.hpp"
 #include "tools/cli_io.hpp"
 #include "tools/cli_parse.hpp"
+#include "tools/detect.hpp"
 #include "tools/precision_check.hpp"
 #include "tools/quantize_cli.hpp"
 #include "tools/profile_report.hpp"
@@ -31,6 +32,9 @@ using ocl_infer::Tensor;
 
 const char* kUsage = R"(usage:
   ocl-infer MODEL.onnx IMAGE [IMAGE ...] [options]     classify images, print the top classes
+  ocl-infer MODEL.onnx PHOTO [PHOTO ...] --task detect [options]
+                                                      detect objects: class, score and box (x1 y1
+                                                      x2 y2, photo pixels) of each, per photo
   ocl-infer MODEL.onnx --input NAME=FILE ... --output-dir DIR
                                                       run on .npy / TensorProto .pb tensors and
                                                       write every output to DIR/<name>.npy
@@ -50,7 +54,9 @@ that name, write ./tune or ./quantize.
 
 options:
   --device INDEX|NAME   OpenCL device (default: first GPU/accelerator, else the CPU device)
-  --labels FILE         class names, one per line (default: imagenet_labels.txt beside the model)
+  --labels FILE         class names, one per line (default: imagenet_labels.txt beside the model;
+                        with --task detect: MODEL.labels.txt, else coco.names beside the model;
+                        else class indices)
   --top K               number of classes to print (default 5)
   --json                machine-readable output
   --size N              resize the shorter image side to N (default 256; 0 = no resize)
@@ -60,6 +66,30 @@ options:
   --scale S             pixel scale before mean/std (default 1/255)
   --bgr                 feed channels in BGR order
   --layout nchw|nhwc    input layout (default nchw)
+
+object detection:
+  --task classify|detect  what to do with photos (default classify)
+  The photo is letterboxed into the model's input (aspect kept, grey 114 border, pixel/255, no
+  mean/std unless --mean/--std are given). A model with an open input size gets the photo scaled so
+  that its longer side is --size N (default 320), padded to multiples of 32 for YOLO heads. Outputs
+  read: boxes [N,4] + scores [N] + labels [N] (the model's own NMS, as torchvision exports; only
+  --conf and --max-det apply), one [1,4+C,N] tensor (YOLOv8: cx,cy,w,h, C class scores) or one
+  [1,N,5+C] tensor (YOLOv5: cx,cy,w,h, objectness, C class scores; score = objectness x class);
+  the shorter of the last two axes is the channel axis. For the YOLO layouts each box takes its
+  best class, and NMS runs on the host in the CLI (greedy, class-aware, by score), not on the
+  device. Boxes are mapped back to photo pixels and clipped to the photo.
+  --conf C              keep scores above C (default 0.25)
+  --iou T               NMS: drop a box overlapping a better one of its class with IoU above T
+                        (default 0.45)
+  --max-det K           keep at most K detections per photo (default 100)
+  --draw OUT.png        write the photo with the boxes and "label score" drawn (several photos:
+                        OUT-1.png, OUT-2.png, ...)
+  with --json:          {"device", "results": [{"image", "width", "height", "input": [w, h],
+                        "layout", "detections": [{"index", "label", "score", "box": [x1, y1, x2,
+                        y2]}...]}...]}
+  --precision int8 applies to models that are already quantized (calibrating here would use the
+  classification preprocessing).
+
   --dump graph|plan     print a pipeline stage after planning (with --json: as JSON)
   -O0                   run without the graph optimizer
   --disable-pass NAME   skip one optimizer pass (remove_identity, dedupe_constants,
@@ -137,6 +167,11 @@ struct Args {
   cli::QuantizeArgs quant;          // its calibration (--calibration DIR, ...)
   double threshold = 1e-2;          // --threshold
   bool crop_given = false;
+  bool detect = false;              // --task detect
+  bool detect_flags = false;        // --conf, --iou, --max-det or --draw given
+  bool top_given = false, size_given = false, mean_given = false, std_given = false;
+  cli::DetectionParams det;
+  std::string draw;                 // --draw OUT.png
   cli::Preprocess pre;
   int opt_level = 1;
   std::vector<std::string> disabled_passes;
@@ -233,9 +268,30 @@ Args parse(int argc, char** argv) {
       a.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (s == "--output-dir") a.output_dir = value();
     else if (s == "--labels") a.labels = value();
-    else if (s == "--top") a.top = parse_int(s, value(), 1, 100000);
+    else if (s == "--top") a.top = parse_int(s, value(), 1, 100000), a.top_given = true;
+    else if (s == "--task") {
+      const std::string v = value();
+      if (v != "classify" && v != "detect") throw UsageError("--task must be classify or detect, got '" + v + "'");
+      a.detect = v == "detect";
+    } else if (s == "--conf" || s == "--iou") {
+      const std::string v = value();
+      char* end = nullptr;
+      const float f = std::strtof(v.c_str(), &end);
+      if (v.empty() || *end || !(f >= 0 && f <= 1)) throw UsageError(s + " needs a number in [0, 1], got '" + v + "'");
+      (s == "--conf" ? a.det.conf : a.det.iou) = f;
+      a.detect_flags = true;
+    } else if (s == "--max-det") a.det.max_det = parse_int(s, value(), 1, 100000), a.detect_flags = true;
+    else if (s == "--draw") {
+      a.draw = value();
+      if (a.draw.empty()) throw UsageError("--draw needs a file name");
+      a.detect_flags = true;
+    }
     else if (s == "--json") a.json = true;
     else if (cli::parse_preprocess_flag(s, value, a.pre, &a.crop_given) || cli::parse_quantize_flag(s, value, a.quant)) {
+      // --task detect has its own defaults for these, unless given.
+      a.size_given |= s == "--size";
+      a.mean_given |= s == "--mean";
+      a.std_given |= s == "--std";
     } else if (s == "--dump") {
       a.dump = value();
       if (a.dump != "graph" && a.dump != "plan") throw UsageError("--dump must be graph or plan");
@@ -286,6 +342,19 @@ Args parse(int argc, char** argv) {
   if (a.budget > 0 && !a.tune) throw UsageError("--budget applies to ocl-infer tune and --tune");
   if (a.tune && a.tuning_cache == "off" && a.tune_command)
     throw UsageError("tune: --tuning-cache off would throw the results away; give a file or leave the default");
+  if (a.detect_flags && !a.detect) throw UsageError("--conf, --iou, --max-det and --draw apply to --task detect");
+  if (a.detect) {
+    if (a.tune_command || a.measuring() || a.check_precision || !a.dump.empty() || !a.inputs.empty() ||
+        !a.output_dir.empty())
+      throw UsageError("--task detect takes photos and prints detections (not with tune, --input, --output-dir, "
+                       "--bench, --profile, --dump or --check-precision)");
+    if (a.crop_given || a.top_given) throw UsageError("--crop and --top apply to classification, not --task detect");
+    if (a.size_given && a.pre.resize <= 0) throw UsageError("--size with --task detect must be positive");
+    if (a.images.empty()) throw UsageError("--task detect: give photos to detect objects in");
+    if (!a.quant.calibration.empty())
+      throw UsageError("--task detect runs int8 models that are already quantized; --calibration would calibrate "
+                       "with the classification preprocessing");
+  }
   if (a.tune_command) {
     if (a.measuring() || !a.dump.empty() || a.check_precision || !a.output_dir.empty())
       throw UsageError("tune: only model, inputs and planning options apply (no --bench, --profile, --dump, "
@@ -463,6 +532,21 @@ int classify(ocl_infer::Session& s, Args a) {
   if (a.json) std::cout << "]}\n";
   if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
   return 0;
+}
+
+int detect(ocl_infer::Session& s, const Args& a) {
+  cli::DetectOptions o;
+  o.params = a.det;
+  o.labels = a.labels;
+  o.draw = a.draw;
+  o.size = a.size_given ? a.pre.resize : 0;
+  o.json = a.json;
+  o.pre = a.pre;
+  for (int c = 0; c < 3; ++c) {
+    if (!a.mean_given) o.pre.mean[c] = 0;
+    if (!a.std_given) o.pre.std[c] = 1;
+  }
+  return cli::detect_photos(s, a.model, a.images, o);
 }
 
 // Inputs for --bench/--profile: given tensors, the first image, or random data.
@@ -722,6 +806,7 @@ int main(int argc, char** argv) {
              : a.check_precision                             ? check_precision(s, a, opt)
              : a.measuring()                                 ? measure(s, a)
              : !a.dump.empty() && a.images.empty() && a.inputs.empty() ? dump_only(s, a)
+             : a.detect                                      ? detect(s, a)
              : a.images.empty()                              ? run_tensors(s, a)
                                                              : classify(s, a);
     if (a.verbose) {
