@@ -34,6 +34,8 @@ python="$venv_dir/bin/python"
 # torchvision's detectors with their post-processing (control flow, data-dependent shapes), with
 # ONNX Runtime's outputs at two input sizes.
 "$python" "$repo_root/models/export_detection.py" --out "$out_dir" "${force[@]}"
+# PyTorch models with control flow, causal masks and recurrent layers, with ONNX Runtime's outputs.
+"$python" "$repo_root/models/export_graph_cases.py" --out "$out_dir" "${force[@]}"
 # int8 QDQ models made by onnxruntime's quantizer from the models above, with golden outputs.
 "$python" "$repo_root/models/export_quantized.py" --models-dir "$out_dir" --out "$out_dir/int8" \
     --deps "${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}" "${force[@]}"

@@ -1,0 +1,117 @@
+// PyTorch exports with control flow, causal masks and recurrent layers (models/export_graph_cases.py)
+// against ONNX Runtime's outputs. Every case of a model runs in one session, so the cases also
+// check re-planning for a new sequence length or a new control value. Each output element must
+// satisfy |got - want| <= atol + rtol * |want| with the model's tolerance from graph_cases.txt.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "ocl_infer/ocl_infer.hpp"
+#include "tools/cli_io.hpp"
+
+namespace {
+
+using ocl_infer::DType;
+using ocl_infer::Tensor;
+
+std::string models_dir() {
+  if (const char* d = std::getenv("OCL_INFER_MODELS_DIR"); d && *d) return d;
+  return OCL_INFER_DEFAULT_MODELS_DIR;
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+struct Case {
+  std::string model;
+  int index = 0;
+  double rtol = 0, atol = 0;
+};
+
+std::vector<Case> read_manifest() {
+  std::vector<Case> r;
+  std::ifstream f(models_dir() + "/graph_cases.txt");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream ls(line);
+    Case c;
+    if (ls >> c.model >> c.index >> c.rtol >> c.atol) r.push_back(c);
+  }
+  return r;
+}
+
+// The files "<model>.c<k>.<kind>.<name>.npy" of one case, by value name.
+std::map<std::string, Tensor> read_case(const std::string& model, int k, const std::string& kind) {
+  const std::string prefix = model + ".c" + std::to_string(k) + "." + kind + ".";
+  std::map<std::string, Tensor> r;
+  if (DIR* d = opendir(models_dir().c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string f = e->d_name;
+      if (f.rfind(prefix, 0) == 0 && f.size() > prefix.size() + 4 && f.substr(f.size() - 4) == ".npy")
+        r[f.substr(prefix.size(), f.size() - prefix.size() - 4)] = cli::read_npy(models_dir() + "/" + f);
+    }
+    closedir(d);
+  }
+  return r;
+}
+
+double element(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::Float32: return t.data<float>()[i];
+    case DType::Int64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::Int32: return t.data<int32_t>()[i];
+    case DType::Bool: return t.data<uint8_t>()[i];
+    default: ADD_FAILURE() << "unexpected output dtype " << ocl_infer::dtype_name(t.dtype); return 0;
+  }
+}
+
+class ExportedModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExportedModel, MatchesOnnxRuntime) {
+  const std::string name = GetParam();
+  const std::string path = models_dir() + "/" + name + ".onnx";
+  ASSERT_TRUE(exists(path)) << path << " is missing: run models/make_all.sh " << models_dir();
+  auto s = ocl_infer::Session::from_file(path);
+  int ran = 0;
+  for (const Case& c : read_manifest()) {
+    if (c.model != name) continue;
+    ++ran;
+    auto got = s.run(read_case(name, c.index, "in"));
+    auto want = read_case(name, c.index, "out");
+    ASSERT_FALSE(want.empty()) << name << " case " << c.index << ": no reference outputs";
+    for (auto& [out, ref] : want) {
+      SCOPED_TRACE(name + " case " + std::to_string(c.index) + " output '" + out + "'");
+      ASSERT_TRUE(got.count(out));
+      const Tensor& g = got.at(out);
+      ASSERT_EQ(g.shape, ref.shape);
+      ASSERT_EQ(g.dtype, ref.dtype);
+      double worst = 0;
+      int64_t bad = 0, first_bad = -1;
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const double a = element(g, i), b = element(ref, i);
+        const double excess = std::fabs(a - b) - (c.atol + c.rtol * std::fabs(b));
+        if (!(excess <= 0)) {
+          if (first_bad < 0) first_bad = i;
+          ++bad;
+        }
+        worst = std::max(worst, std::fabs(a - b));
+      }
+      std::cout << name << " case " << c.index << " '" << out << "' " << ocl_infer::shape_to_string(ref.shape)
+                << ": max |diff| " << worst << "\n";
+      EXPECT_EQ(bad, 0) << bad << " elements beyond tolerance; first at " << first_bad << ": got "
+                        << element(g, first_bad) << ", onnxruntime " << element(ref, first_bad);
+    }
+  }
+  EXPECT_GT(ran, 0) << "graph_cases.txt lists no case of " << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorch, ExportedModel, ::testing::Values("if_sample_rate", "loop_nested_if", "gpt_decoder"));
+
+}  // namespace
