@@ -22,6 +22,7 @@ void add_sample_ops(std::vector<OpDef>& t);
 void add_einsum_ops(std::vector<OpDef>& t);
 void add_dynamic_ops(std::vector<OpDef>& t);
 void add_control_ops(std::vector<OpDef>& t);
+void add_rnn_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -43,6 +44,7 @@ const std::vector<OpDef>& table() {
     add_einsum_ops(t);
     add_dynamic_ops(t);
     add_control_ops(t);
+    add_rnn_ops(t);
     return t;
   }();
   return rows;

@@ -76,7 +76,7 @@ std::string node_signature(const BuildContext& ctx) {
   std::string s = "|";
   for (int i = 0; i < ctx.num_inputs(); ++i) s += std::string(i ? "," : "") + (ctx.has_input(i) ? st(ctx.input(i).dtype) : "-");
   s += ">";
-  s += st(ctx.output(0).dtype);
+  s += ctx.has_output(0) ? st(ctx.output(0).dtype) : "-";
   const Epilogue& e = ctx.node().epilogue;
   if (e.act) s += "+act";
   if (e.residual >= 0) s += "+res";
