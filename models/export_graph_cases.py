@@ -111,6 +111,74 @@ class GptDecoder(torch.nn.Module):
         return self.ln(x) @ self.tok.weight.t()
 
 
+class LstmClassifier(torch.nn.Module):
+    """Token ids [B, T] -> class logits from the last hidden state (an LSTM text classifier)."""
+
+    def __init__(self, vocab=120, d=32, hidden=48, classes=5):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.lstm = torch.nn.LSTM(d, hidden)
+        self.head = torch.nn.Linear(hidden, classes)
+
+    def forward(self, ids):
+        y, (h, c) = self.lstm(self.emb(ids).transpose(0, 1))
+        return self.head(h[-1]), y
+
+
+class BiGru(torch.nn.Module):
+    """Features [T, B, F] -> a bidirectional GRU's sequence and final states."""
+
+    def __init__(self, feat=20, hidden=40):
+        super().__init__()
+        self.gru = torch.nn.GRU(feat, hidden, bidirectional=True)
+        self.proj = torch.nn.Linear(2 * hidden, 8)
+
+    def forward(self, x):
+        y, h = self.gru(x)
+        return self.proj(y), h
+
+
+class Lstm2BatchFirst(torch.nn.Module):
+    """A 2-layer LSTM with batch_first=True, initial states as inputs."""
+
+    def __init__(self, feat=16, hidden=33):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(feat, hidden, num_layers=2, batch_first=True)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        return y, h, c
+
+
+class VadLike(torch.nn.Module):
+    """A speech-activity model shaped like the widely used ones: one chunk of samples per call, a
+    strided conv front-end chosen by the sample rate (If on the scalar input "sr": 512 samples at
+    16 kHz, 256 at 8 kHz), an LSTM over the chunk's frames that starts from the previous chunk's
+    state, the speech probability and the new state out."""
+
+    def __init__(self, hidden=64):
+        super().__init__()
+        self.front16 = torch.nn.Conv1d(1, 32, kernel_size=32, stride=16)
+        self.front8 = torch.nn.Conv1d(1, 32, kernel_size=16, stride=8)
+        self.enc = torch.nn.Conv1d(32, hidden, kernel_size=3, padding=1)
+        self.lstm = torch.nn.LSTM(hidden, hidden, num_layers=2)
+        self.out = torch.nn.Linear(hidden, 1)
+        # Untrained, the head would answer ~0.5 for any sound; larger weights make the
+        # probabilities follow the signal, so that the comparison sees them move.
+        with torch.no_grad():
+            self.out.weight.mul_(80)
+
+    def forward(self, x: torch.Tensor, sr: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+        x = x * 32.0
+        if int(sr) == 16000:
+            f = torch.relu(self.front16(x.unsqueeze(1)))
+        else:
+            f = torch.relu(self.front8(x.unsqueeze(1)))
+        f = torch.relu(self.enc(torch.log1p(f)))
+        y, (h2, c2) = self.lstm(f.permute(2, 0, 1), (h, c))
+        return torch.sigmoid(self.out(y[-1])), h2, c2
+
+
 def export(model, args, names_in, names_out, dynamic, path, script=False):
     model.eval()
     m = torch.jit.script(model) if script else model
@@ -135,6 +203,81 @@ def cases():
     ids = lambda b, t: torch.randint(0, 97, (b, t), generator=g)
     yield ("gpt_decoder", GptDecoder, (ids(1, 8),), ["ids"], ["logits"], {"ids": {0: "batch", 1: "tokens"}},
            False, 1e-4, 1e-4, [{"ids": ids(1, 5)}, {"ids": ids(2, 17)}, {"ids": ids(1, 64)}])
+    tok = lambda b, t: torch.randint(0, 120, (b, t), generator=g)
+    yield ("lstm_classifier", LstmClassifier, (tok(2, 9),), ["ids"], ["logits", "y"],
+           {"ids": {0: "batch", 1: "tokens"}, "y": {0: "tokens", 1: "batch"}}, False, 1e-4, 1e-5,
+           [{"ids": tok(1, 5)}, {"ids": tok(3, 23)}, {"ids": tok(2, 120)}, {"ids": tok(1, 1)}])
+    feats = lambda t, b: torch.randn(t, b, 20, generator=g)
+    yield ("bigru", BiGru, (feats(6, 2),), ["x"], ["y", "h"], {"x": {0: "time", 1: "batch"}}, False, 1e-4, 1e-5,
+           [{"x": feats(6, 2)}, {"x": feats(41, 3)}, {"x": feats(300, 1)}])
+    seq = lambda b, t: torch.randn(b, t, 16, generator=g)
+    state = lambda b: torch.randn(2, b, 33, generator=g) * 0.5
+    yield ("lstm2_batch_first", Lstm2BatchFirst, (seq(2, 7), state(2), state(2)), ["x", "h0", "c0"],
+           ["y", "h", "c"], {"x": {0: "batch", 1: "time"}, "h0": {1: "batch"}, "c0": {1: "batch"}}, False, 1e-4, 1e-5,
+           [{"x": seq(2, 7), "h0": state(2), "c0": state(2)}, {"x": seq(5, 19), "h0": state(5), "c0": state(5)},
+            {"x": seq(1, 150), "h0": state(1), "c0": state(1)}])
+
+
+SENTENCE = ("Voice activity detection decides, chunk by chunk, whether somebody is speaking. "
+            "The quick brown fox jumps over the lazy dog.")
+
+
+def speech(rate: int) -> np.ndarray:
+    """The test sentence spoken by espeak-ng (Debian's package, no network), with half a second of
+    silence before and after, resampled to `rate` Hz in [-1, 1]."""
+    import subprocess
+    import tempfile
+    import wave
+
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = os.path.join(tmp, "speech.wav")
+        try:
+            subprocess.run(["espeak-ng", "-s", "150", "-w", wav, SENTENCE], check=True)
+        except FileNotFoundError:
+            sys.exit("export_graph_cases: espeak-ng is missing (models/install_deps.sh installs it)")
+        with wave.open(wav) as w:
+            src_rate = w.getframerate()
+            pcm = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768.0
+    n = int(len(pcm) * rate / src_rate)
+    voiced = np.interp(np.arange(n) * (src_rate / rate), np.arange(len(pcm)), pcm).astype(np.float32)
+    quiet = np.zeros(rate // 2, dtype=np.float32)
+    return np.concatenate([quiet, voiced, quiet])
+
+
+def export_vad(out: str, force: bool):
+    """vad_like.onnx with vad_like.audio<R>.npy (chunks [N, samples]) and ONNX Runtime's
+    probabilities vad_like.probs<R>.npy [N] when the state is fed back from chunk to chunk,
+    for R = 16000 and 8000."""
+    import onnxruntime as ort
+
+    path = os.path.join(out, "vad_like.onnx")
+    if not force and os.path.exists(os.path.join(out, "vad_like.probs8000.npy")):
+        return
+    torch.manual_seed(SEED)
+    model = VadLike().eval()
+    h0 = torch.zeros(2, 1, 64)
+    export(model, (torch.zeros(1, 512), torch.tensor(16000), h0, h0), ["x", "sr", "h", "c"], ["prob", "hn", "cn"],
+           {"x": {1: "samples"}}, path, script=True)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for rate, chunk in ((16000, 512), (8000, 256)):
+        audio = speech(rate)
+        n = len(audio) // chunk
+        chunks = audio[: n * chunk].reshape(n, chunk)
+        h = np.zeros((2, 1, 64), np.float32)
+        c = np.zeros((2, 1, 64), np.float32)
+        probs = []
+        th, tc = torch.from_numpy(h), torch.from_numpy(c)
+        for k in range(n):
+            p, h, c = sess.run(None, {"x": chunks[k : k + 1], "sr": np.array(rate, np.int64), "h": h, "c": c})
+            with torch.no_grad():
+                tp, th, tc = model(torch.from_numpy(chunks[k : k + 1]), torch.tensor(rate), th, tc)
+            if not np.allclose(p, tp.numpy(), rtol=1e-4, atol=1e-5):
+                sys.exit(f"vad_like chunk {k}: onnxruntime differs from PyTorch")
+            probs.append(float(p.reshape(-1)[0]))
+        np.save(os.path.join(out, f"vad_like.audio{rate}.npy"), chunks)
+        np.save(os.path.join(out, f"vad_like.probs{rate}.npy"), np.array(probs, np.float32))
+        print(f"export_graph_cases: vad_like at {rate} Hz, {n} chunks, probabilities "
+              f"{min(probs):.3f}..{max(probs):.3f}")
 
 
 def main():
@@ -172,6 +315,7 @@ def main():
             for n, v in np_feeds.items():
                 np.save(os.path.join(args.out, f"{name}.c{k}.in.{n}.npy"), v)
         print(f"export_graph_cases: {name} ({len(runs)} cases)")
+    export_vad(args.out, args.force)
     with open(os.path.join(args.out, "graph_cases.txt"), "w") as f:
         f.write("\n".join(manifest) + "\n")
 

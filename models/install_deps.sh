@@ -22,6 +22,7 @@ apt_packages=(
     python3-venv python3-pip
     python3-packaging python3-sympy
     darknet
+    espeak-ng
 )
 # Pinned: the versions the export scripts were written and checked against. onnxruntime only
 # cross-checks that each exported graph reproduces PyTorch's output (Debian's onnx 1.12 has no

@@ -112,6 +112,46 @@ TEST_P(ExportedModel, MatchesOnnxRuntime) {
   EXPECT_GT(ran, 0) << "graph_cases.txt lists no case of " << name;
 }
 
-INSTANTIATE_TEST_SUITE_P(PyTorch, ExportedModel, ::testing::Values("if_sample_rate", "loop_nested_if", "gpt_decoder"));
+INSTANTIATE_TEST_SUITE_P(PyTorch, ExportedModel,
+                         ::testing::Values("if_sample_rate", "loop_nested_if", "gpt_decoder", "lstm_classifier", "bigru",
+                                           "lstm2_batch_first"));
+
+// The speech-activity style model run as its users run it: the spoken test sentence (espeak-ng)
+// chunk by chunk, each chunk's LSTM state fed into the next, at 16 and 8 kHz (the If on "sr"
+// picks the front-end) in one session. Every chunk's probability must match ONNX Runtime's
+// within 1e-4 -- the state carried through 300 chunks would show any drift.
+TEST(ExportedModels, SpeechActivityChunkByChunk) {
+  const std::string base = models_dir() + "/vad_like";
+  ASSERT_TRUE(exists(base + ".onnx")) << base << ".onnx is missing: run models/make_all.sh " << models_dir();
+  auto s = ocl_infer::Session::from_file(base + ".onnx");
+  for (int64_t rate : {16000, 8000}) {
+    const Tensor audio = cli::read_npy(base + ".audio" + std::to_string(rate) + ".npy");
+    const Tensor want = cli::read_npy(base + ".probs" + std::to_string(rate) + ".npy");
+    ASSERT_EQ(audio.shape.size(), 2u);
+    const int64_t chunks = audio.shape[0], len = audio.shape[1];
+    ASSERT_EQ(want.numel(), chunks);
+    ASSERT_GE(chunks, 100);
+    Tensor h(DType::Float32, {2, 1, 64}), c(DType::Float32, {2, 1, 64});
+    std::fill(h.data<float>(), h.data<float>() + h.numel(), 0.0f);
+    std::fill(c.data<float>(), c.data<float>() + c.numel(), 0.0f);
+    Tensor sr(DType::Int64, {});
+    sr.data<int64_t>()[0] = rate;
+    double worst = 0, lo = 1, hi = 0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      Tensor x(DType::Float32, {1, len});
+      std::copy(audio.data<float>() + k * len, audio.data<float>() + (k + 1) * len, x.data<float>());
+      auto out = s.run({{"x", x}, {"sr", sr}, {"h", h}, {"c", c}});
+      const double p = out.at("prob").data<float>()[0], ref = want.data<float>()[k];
+      worst = std::max(worst, std::fabs(p - ref));
+      lo = std::min(lo, ref), hi = std::max(hi, ref);
+      ASSERT_NEAR(p, ref, 1e-4) << rate << " Hz, chunk " << k;
+      h = out.at("hn");
+      c = out.at("cn");
+    }
+    std::cout << "vad_like " << rate << " Hz: " << chunks << " chunks, probabilities " << lo << ".." << hi
+              << ", max |diff| from onnxruntime " << worst << "\n";
+    EXPECT_GT(hi - lo, 0.1) << "the probabilities hardly move: the comparison would check little";
+  }
+}
 
 }  // namespace
