@@ -15,6 +15,11 @@ Models (random weights under a fixed seed; nothing is downloaded):
                      way speech-activity models do: a strided conv front-end per rate.
   loop_nested_if     torch.jit.script: a Loop whose trip count is an input, with an If on the
                      iteration's parity inside, a carried state and a per-iteration output.
+  loop_sequence      torch.jit.script: a Python list appended in a loop and stacked (sequence
+                     ops carried through a Loop), torch.split read back by index and len().
+  lstm_classifier, bigru, lstm2_batch_first   recurrent layers (LSTM, bidirectional GRU, 2-layer
+                     batch_first LSTM with initial states) at several sequence lengths.
+  vad_like           a speech-activity style model, run chunk by chunk (see export_vad).
   gpt_decoder        a 2-layer GPT-style decoder (token + position embeddings, causal
                      self-attention whose mask is torch.triu of a [T, T] ones matrix -> Trilu,
                      GELU MLP, pre-LayerNorm, tied output projection), dynamic sequence length.
@@ -66,6 +71,25 @@ class LoopNestedIf(torch.nn.Module):
             # A carried value that grows by a row per iteration (its shape changes in the loop).
             trace = torch.cat([trace, h.sum(dim=1).unsqueeze(0)], 0)
         return h, trace
+
+
+class LoopSequence(torch.nn.Module):
+    """torch.jit.script's list append in a loop: SequenceEmpty, SequenceInsert carried through a
+    Loop, ConcatFromSequence (torch.stack) after it; plus a torch.split read back by index
+    (SplitToSequence, SequenceAt) and len() (SequenceLength)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 6)
+
+    def forward(self, x: torch.Tensor, n: torch.Tensor):
+        h = x
+        outs = []
+        for i in range(int(n)):
+            h = torch.tanh(self.a(h)) + float(i)
+            outs.append(h.sum(dim=1))
+        parts = torch.split(h, 2, dim=1)
+        return torch.stack(outs, 0), parts[1] * len(parts)
 
 
 class Block(torch.nn.Module):
@@ -200,6 +224,9 @@ def cases():
            {"x": {0: "batch"}}, True, 1e-4, 1e-5,
            [{"x": x6(3), "n": torch.tensor(4)}, {"x": x6(2), "n": torch.tensor(7)},
             {"x": x6(3), "n": torch.tensor(1)}])
+    yield ("loop_sequence", LoopSequence, (x6(3), torch.tensor(4)), ["x", "n"], ["trace", "part"],
+           {"x": {0: "batch"}}, True, 1e-4, 1e-5,
+           [{"x": x6(3), "n": torch.tensor(4)}, {"x": x6(2), "n": torch.tensor(9)}])
     ids = lambda b, t: torch.randint(0, 97, (b, t), generator=g)
     yield ("gpt_decoder", GptDecoder, (ids(1, 8),), ["ids"], ["logits"], {"ids": {0: "batch", 1: "tokens"}},
            False, 1e-4, 1e-4, [{"ids": ids(1, 5)}, {"ids": ids(2, 17)}, {"ids": ids(1, 64)}])

@@ -295,8 +295,8 @@ void scan_infer(OpContext& ctx) { ctx.fail("internal: a Scan node was not expand
 }  // namespace
 
 void add_control_ops(std::vector<OpDef>& t) {
-  t.push_back(OpDef("If", 1, if_infer).value_inputs({0}).expands(if_expand));
-  t.push_back(OpDef("Loop", 1, loop_infer).value_inputs({0, 1}).expands(loop_expand));
+  t.push_back(OpDef("If", 1, if_infer).value_inputs({0}).expands(if_expand).sequences());
+  t.push_back(OpDef("Loop", 1, loop_infer).value_inputs({0, 1}).expands(loop_expand).sequences());
   t.push_back(OpDef("Scan", 9, scan_infer).expands(scan_expand));
 }
 

@@ -23,6 +23,7 @@ void add_einsum_ops(std::vector<OpDef>& t);
 void add_dynamic_ops(std::vector<OpDef>& t);
 void add_control_ops(std::vector<OpDef>& t);
 void add_rnn_ops(std::vector<OpDef>& t);
+void add_sequence_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -45,6 +46,7 @@ const std::vector<OpDef>& table() {
     add_dynamic_ops(t);
     add_control_ops(t);
     add_rnn_ops(t);
+    add_sequence_ops(t);
     return t;
   }();
   return rows;

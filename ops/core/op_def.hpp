@@ -138,6 +138,9 @@ struct OpTraits {
   // (constants); replaces the node in `g` by the nodes it stands for (the branch taken, one loop
   // iteration, ...) and returns true, or returns false to leave it (then infer() explains why).
   bool (*expand)(Graph& g, int node) = nullptr;
+  // The node may read sequence values (Value::sequence): the sequence ops, and control flow that
+  // passes them into a subgraph.
+  bool takes_sequences = false;
 };
 
 using InferFn = void (*)(OpContext&);
@@ -173,6 +176,7 @@ struct OpDef {
   OpDef& affine(const ChannelAffine* a) { return traits.affine = a, *this; }
   OpDef& data_dependent() { return traits.data_dependent = true, *this; }
   OpDef& expands(bool (*f)(Graph&, int)) { return traits.expand = f, *this; }
+  OpDef& sequences() { return traits.takes_sequences = true, *this; }
 };
 
 // Highest since_version <= opset for (domain, op_type); nullptr when unsupported. "ai.onnx" is the

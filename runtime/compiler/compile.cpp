@@ -9,7 +9,13 @@ namespace oi {
 
 std::vector<int> live_nodes(const Graph& g) {
   std::vector<bool> needed(g.values.size(), false);
-  for (int o : g.outputs) needed[o] = true;
+  // Reading a sequence reads its elements (made earlier, so the backward walk reaches them).
+  auto need = [&](int v) {
+    needed[v] = true;
+    if (g.values[v].sequence)
+      for (int e : *g.values[v].sequence) needed[e] = true;
+  };
+  for (int o : g.outputs) need(o);
   std::vector<bool> live(g.nodes.size(), false);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
@@ -19,7 +25,7 @@ std::vector<int> live_nodes(const Graph& g) {
     if (!any) continue;
     live[i] = true;
     for (int in : n.inputs)
-      if (in >= 0) needed[in] = true;
+      if (in >= 0) need(in);
     if (n.epilogue.residual >= 0) needed[n.epilogue.residual] = true;
   }
   std::vector<int> r;
@@ -128,6 +134,12 @@ void remove_dead(Graph& g) {
     if (!is_live[i]) g.nodes[i].removed = true;
 }
 
+bool reads_sequence(const Graph& g, const Node& n) {
+  for (int in : n.inputs)
+    if (in >= 0 && g.values[in].sequence) return true;
+  return false;
+}
+
 // Why node `n` cannot be resolved now, or "" when it can: an input without a known shape (made by
 // a node that waits itself), a value input not known at plan time, a data-dependent op whose
 // inputs are computed on the device.
@@ -157,8 +169,13 @@ void split_segment(CompiledGraph& p, const std::vector<char>& waits) {
   std::vector<bool> read_later(g.values.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!waits[i] || g.nodes[i].removed) continue;
-    for (int in : g.nodes[i].inputs)
-      if (in >= 0) read_later[in] = true;
+    for (int in : g.nodes[i].inputs) {
+      if (in < 0) continue;
+      read_later[in] = true;
+      // A sequence crosses the cut as its elements (the rest keeps the list, same value ids).
+      if (g.values[in].sequence)
+        for (int e : *g.values[in].sequence) read_later[e] = true;
+    }
   }
   std::vector<bool> made_later(g.values.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -176,7 +193,7 @@ void split_segment(CompiledGraph& p, const std::vector<char>& waits) {
   for (int o : g.outputs) (made_later[o] ? rest_outputs : outputs).push_back(o);
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& val = g.values[v];
-    if (!read_later[v] || made_later[v] || val.data) continue;
+    if (!read_later[v] || made_later[v] || val.data || val.sequence) continue;
     const bool is_input = std::find(g.inputs.begin(), g.inputs.end(), static_cast<int>(v)) != g.inputs.end();
     if (!is_input) {
       p.frontier.push_back(static_cast<int>(v));
@@ -197,7 +214,7 @@ void split_segment(CompiledGraph& p, const std::vector<char>& waits) {
   r.inputs = inputs;
   r.outputs = rest_outputs;
   for (Value& v : r.values)
-    if (!v.data && v.producer < 0) v.shape_known = false;
+    if (!v.data && v.producer < 0 && !v.sequence) v.shape_known = false;
   p.rest = std::move(rest);
 }
 
@@ -221,6 +238,19 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
     const OpDef* def = find_op(g, n);
     if (!def)
       throw ocl_infer::UnsupportedError(describe_node(g, n) + ": operator is not supported");
+    if (reads_sequence(g, n) && !def->traits.takes_sequences) {
+      if (n.op_type == "Identity" && n.inputs.size() == 1 && n.outputs.size() == 1 && n.outputs[0] >= 0) {
+        // A sequence passed on (an If's or Loop's result, a graph output): the same list.
+        const Value& in = g.values[n.inputs[0]];
+        Value& out = g.values[n.outputs[0]];
+        out.sequence = in.sequence;
+        out.dtype = in.dtype;
+        out.shape_known = true;
+        n.removed = true;
+        continue;
+      }
+      OpContext(g, static_cast<int>(ni)).fail("reads a sequence; " + n.op_type + " takes tensors");
+    }
     const std::string why = blocked_reason(g, n, *def, segments);
     if (!why.empty()) {
       if (!segments) OpContext(g, static_cast<int>(ni)).fail(why);
@@ -279,6 +309,11 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
     n.removed = true;
     ++p.folded_nodes;
   }
+  for (int o : g.outputs)
+    if (g.values[o].sequence)
+      throw ocl_infer::UnsupportedError("model output '" + g.values[o].name +
+                                        "' is a sequence (sequence-typed model outputs are not supported; sequences "
+                                        "inside the model are)");
   if (std::any_of(waits.begin(), waits.end(), [](char w) { return w != 0; })) split_segment(p, waits);
 }
 

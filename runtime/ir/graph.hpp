@@ -74,6 +74,11 @@ struct Value {
   bool shape_known = false;
   std::shared_ptr<const Tensor> data;  // host data when the value is a constant
   int producer = -1;                   // node index, -1 for graph inputs and initializers
+  // Non-null: the value is an ONNX sequence whose elements are these value ids (dtype is their
+  // element type, shape unused). Sequences exist only while the compiler resolves the graph: every
+  // sequence op expands into nodes on the elements (ops/sequence_ops.cpp), so a plan never holds
+  // one. A node reading a sequence counts as reading each element.
+  std::shared_ptr<const std::vector<int>> sequence;
 };
 
 struct Graph {
