@@ -434,6 +434,30 @@ TEST(Recurrent, ZeroLengths) {
   for (int64_t j = 0; j < c.H; ++j) EXPECT_EQ(got.at("Yh").data<float>()[j], in.h0.data<float>()[j]);
 }
 
+// --profile: a recurrent layer's per-step launches are one row under its node.
+TEST(Recurrent, ProfileSumsStepsUnderTheNode) {
+  Config c;
+  c.T = 6;
+  c.direction = "bidirectional";
+  std::mt19937 rng(8);
+  Inputs in = make_inputs(c, rng);
+  ocl_infer::SessionOptions opt;
+  opt.profiling = true;
+  auto s = open_session(build(c, in, in.X.shape), opt);
+  for (int k = 0; k < 3; ++k) s.run(feeds(c, in));
+  int launches = 0, steps = 0;
+  for (auto& l : s.profile()) {
+    launches += l.launches;
+    if (l.kernel == "rnn:rnn_lstm_step") {
+      steps = l.launches;
+      EXPECT_EQ(l.op_types, std::vector<std::string>{"LSTM"});
+      EXPECT_GT(l.avg_us, 0);
+    }
+  }
+  EXPECT_EQ(steps, 6);
+  EXPECT_EQ(launches, s.stats().kernel_launches);
+}
+
 TEST(Recurrent, Errors) {
   Config c;
   c.lens = true;

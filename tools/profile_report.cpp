@@ -137,6 +137,7 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
     if (name.size() > 34) name = name.substr(0, 31) + "...";
     if (op.size() > 22) op = op.substr(0, 19) + "...";
     std::string kern = l->kernel + " [" + dims(l->global) + "/" + dims(l->local) + "]";
+    if (l->launches > 1) kern = l->kernel + " x" + std::to_string(l->launches) + " [" + dims(l->global) + "]";
     if (kern.size() > 40) kern = kern.substr(0, 37) + "...";
     double gflops = l->avg_us > 0 ? l->flops / (l->avg_us * 1e3) : 0;
     double gbs = l->avg_us > 0 ? l->bytes / (l->avg_us * 1e3) : 0;
@@ -155,7 +156,10 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
     bad += !l->timestamp_problem.empty();
   }
   os << "\n";
-  os << "kernels: " << layers.size() << " launches, sum of averages " << num(s.kernel_sum_us / 1000) << " ms\n";
+  int launches = 0;
+  for (auto& l : layers) launches += l.launches;
+  os << "kernels: " << launches << " launches in " << layers.size() << " rows, sum of averages "
+     << num(s.kernel_sum_us / 1000) << " ms\n";
   os << "device time per inference (median): " << num(s.device_us / 1000) << " ms\n";
   os << "wall-clock per inference (median):  " << num(s.wall_us / 1000) << " ms\n";
   os << "host overhead (wall - kernels):     " << num(s.host_us / 1000) << " ms (median over runs)\n";
@@ -193,7 +197,7 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
        << (l.variant_source.empty() ? "null" : "\"" + esc(l.variant_source) + "\"") << ", \"global\": " << json_ints(l.global)
        << ", \"local\": " << json_ints(l.local) << ", \"runs\": " << l.runs << ", \"avg_us\": " << num(l.avg_us)
        << ", \"min_us\": " << num(l.min_us) << ", \"max_us\": " << num(l.max_us)
-       << ", \"start_us\": " << num(l.start_us) << ", \"flops\": " << num(l.flops, 0)
+       << ", \"start_us\": " << num(l.start_us) << ", \"launches\": " << l.launches << ", \"flops\": " << num(l.flops, 0)
        << ", \"bytes\": " << num(l.bytes, 0) << ", \"timestamp_problem\": "
        << (l.timestamp_problem.empty() ? "null" : "\"" + esc(l.timestamp_problem) + "\"") << "}";
   }
@@ -204,7 +208,7 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
 std::string profile_csv(const std::vector<LayerProfile>& layers) {
   std::ostringstream os;
   os << "index,nodes,op_types,output_shape,kernel,global,local,runs,avg_us,min_us,max_us,flops,bytes,timestamp_problem,"
-        "variant\n";
+        "variant,launches\n";
   auto q = [](const std::string& v) {
     std::string r = "\"";
     for (char c : v) r += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -215,7 +219,7 @@ std::string profile_csv(const std::vector<LayerProfile>& layers) {
        << q(ocl_infer::shape_to_string(l.output_shape)) << "," << q(l.kernel) << "," << q(dims(l.global))
        << "," << q(dims(l.local)) << "," << l.runs << "," << num(l.avg_us) << "," << num(l.min_us) << ","
        << num(l.max_us) << "," << num(l.flops, 0) << "," << num(l.bytes, 0) << "," << q(l.timestamp_problem) << ","
-       << q(l.variant) << "\n";
+       << q(l.variant) << "," << l.launches << "\n";
   return os.str();
 }
 

@@ -259,8 +259,11 @@ struct LayerProfile {
   double avg_us = 0, min_us = 0, max_us = 0;
   double start_us = 0;                  // offset of the last run's start from that run's first kernel
   double last_us = 0;                   // duration in the last run (with start_us: its timeline)
-  double flops = 0;                     // floating-point operations per launch (0 if not counted)
-  double bytes = 0;                     // bytes read + written per launch (estimate from tensor sizes)
+  // Launches summed into this row: a node's launches of one kernel are one row (a recurrent
+  // layer's steps); times, flops and bytes are those of all of them together.
+  int launches = 1;
+  double flops = 0;                     // floating-point operations per run of the row (0 if not counted)
+  double bytes = 0;                     // bytes read + written per run of the row (estimate from tensor sizes)
   // Event timestamps the driver returned that cannot be right (zero or negative durations, or a
   // start before the previous kernel's end on an in-order queue); empty when all were sane.
   std::string timestamp_problem;

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace oi {
 
 void ProfileAccumulator::reset(const std::vector<const Plan*>& plans, const std::vector<std::string>& syncs) {
   layers_.clear();
   sync_after_.clear();
+  row_of_.clear();
   inference_us_.clear();
   wall_us_.clear();
   kernel_sum_us_.clear();
@@ -15,8 +17,19 @@ void ProfileAccumulator::reset(const std::vector<const Plan*>& plans, const std:
   for (size_t k = 0; k < plans.size(); ++k) {
     const Plan& plan = *plans[k];
     const Graph& g = plan.graph();
+    // A node's launches of one kernel (a recurrent layer's steps) share the row of the first.
+    std::map<std::pair<int, std::string>, int> row_of_kernel;
     for (size_t i = 0; i < plan.launches.size(); ++i) {
       const Launch& l = plan.launches[i];
+      auto key = std::make_pair(l.node, l.kernel_name);
+      if (auto it = row_of_kernel.find(key); it != row_of_kernel.end()) {
+        ocl_infer::LayerProfile& r = layers_[it->second];
+        r.launches++;
+        r.flops += l.flops;
+        r.bytes += l.bytes;
+        row_of_.push_back(it->second);
+        continue;
+      }
       ocl_infer::LayerProfile r;
       r.index = static_cast<int>(layers_.size());
       const Node& n = g.nodes[l.node];
@@ -33,14 +46,16 @@ void ProfileAccumulator::reset(const std::vector<const Plan*>& plans, const std:
       if (!l.variant.family.empty()) {
         r.variant = l.variant.family + "=" + l.variant.variant;
         bool first = true;
-        for (auto& [key, v] : l.variant.params)
-          r.variant += (first ? ":" : ",") + key + "=" + std::to_string(v), first = false;
+        for (auto& [key2, v] : l.variant.params)
+          r.variant += (first ? ":" : ",") + key2 + "=" + std::to_string(v), first = false;
         r.variant_source = l.variant.source;
       }
       r.global = l.global;
       r.local = l.local;
       r.flops = l.flops;
       r.bytes = l.bytes;
+      row_of_kernel[key] = static_cast<int>(layers_.size());
+      row_of_.push_back(static_cast<int>(layers_.size()));
       layers_.push_back(std::move(r));
       sync_after_.push_back(-1);
     }
@@ -50,6 +65,7 @@ void ProfileAccumulator::reset(const std::vector<const Plan*>& plans, const std:
       r.node_names.push_back(syncs[k]);
       r.op_types.push_back("HostSync");
       r.kernel = "host:sync";
+      row_of_.push_back(static_cast<int>(layers_.size()));
       layers_.push_back(std::move(r));
       sync_after_.push_back(static_cast<int>(k));
     }
@@ -74,7 +90,7 @@ void ProfileAccumulator::add_run(const std::vector<std::vector<cl_event>>& plan_
       host_us.push_back(sync_us[k]);
     }
   }
-  if (events.size() != layers_.size()) return;
+  if (events.size() != row_of_.size()) return;
   std::vector<cl_ulong> start(events.size(), 0), end(events.size(), 0);
   for (size_t i = 0; i < events.size(); ++i) {
     if (!events[i]) continue;
@@ -104,8 +120,13 @@ void ProfileAccumulator::add_run(const std::vector<std::vector<cl_event>>& plan_
   }
   double run_sum = 0;
   size_t prev_kernel = SIZE_MAX;
+  // Per row in this run: summed duration, and the start of its first launch.
+  std::vector<double> row_us(layers_.size(), 0);
+  std::vector<cl_ulong> row_start(layers_.size(), 0);
+  std::vector<bool> row_seen(layers_.size(), false);
   for (size_t i = 0; i < events.size(); ++i) {
-    auto& r = layers_[i];
+    const int row = row_of_[i];
+    auto& r = layers_[row];
     double us = events[i] ? (static_cast<double>(end[i]) - static_cast<double>(start[i])) / 1000.0 : host_us[i];
     if (events[i]) {
       if (start[i] == 0 || end[i] == 0) r.timestamp_problem = "zero timestamp";
@@ -116,13 +137,18 @@ void ProfileAccumulator::add_run(const std::vector<std::vector<cl_event>>& plan_
       prev_kernel = i;
       run_sum += std::max(us, 0.0);
     }
-    us = std::max(us, 0.0);
+    row_us[row] += std::max(us, 0.0);
+    if (!row_seen[row]) row_start[row] = start[i], row_seen[row] = true;
+  }
+  for (size_t row = 0; row < layers_.size(); ++row) {
+    auto& r = layers_[row];
+    const double us = row_us[row];
     r.min_us = r.runs == 0 ? us : std::min(r.min_us, us);
     r.max_us = r.runs == 0 ? us : std::max(r.max_us, us);
-    sum_us_[i] += us;
+    sum_us_[row] += us;
     r.runs++;
-    r.avg_us = sum_us_[i] / r.runs;
-    r.start_us = (static_cast<double>(start[i]) - static_cast<double>(first)) / 1000.0;
+    r.avg_us = sum_us_[row] / r.runs;
+    r.start_us = (static_cast<double>(row_start[row]) - static_cast<double>(first)) / 1000.0;
     r.last_us = us;
   }
   (void)launches;

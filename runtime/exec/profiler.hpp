@@ -39,6 +39,7 @@ class ProfileAccumulator {
   std::vector<double> inference_us_, wall_us_, kernel_sum_us_;
   std::vector<const Plan*> chain_;
   std::vector<int> sync_after_;  // by row: the sync index for host-sync rows, else -1
+  std::vector<int> row_of_;      // by event (launches and syncs in chain order): its row
 };
 
 }  // namespace oi
