@@ -1,10 +1,12 @@
 #include "runtime/exec/plan.hpp"
 
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "ops/core/activation.hpp"
@@ -297,8 +299,25 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
     for (int o : n.outputs)
       if (o >= 0 && !g.values[o].data) sink.buffer_of(o);
     if (p.launches.size() > before) {
-      p.launches.back().flops = node_flops(g, ni);
-      p.launches.back().bytes = node_bytes(g, ni);
+      // The node's work goes to its most repeated kernel (a recurrent layer's step, spread over
+      // its launches), else to its last launch (the product after a packing pass).
+      std::map<std::string, std::pair<int, size_t>> kernels;  // name -> launches, last position
+      for (size_t i = before; i < p.launches.size(); ++i) {
+        auto& e = kernels[p.launches[i].kernel_name];
+        e.first++;
+        e.second = i;
+      }
+      std::string pick;
+      std::pair<int, size_t> best{0, 0};
+      for (auto& [name, e] : kernels)
+        if (e > best) best = e, pick = name;
+      const double share = 1.0 / best.first;
+      const double flops = node_flops(g, ni) * share, bytes = node_bytes(g, ni) * share;
+      for (size_t i = before; i < p.launches.size(); ++i)
+        if (p.launches[i].kernel_name == pick) {
+          p.launches[i].flops = flops;
+          p.launches[i].bytes = bytes;
+        }
     }
     p.step_launches.push_back({before, p.launches.size()});
   }
