@@ -1,6 +1,5 @@
 #include "runtime/exec/plan.hpp"
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
