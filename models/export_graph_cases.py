@@ -19,7 +19,10 @@ Models (random weights under a fixed seed; nothing is downloaded):
                      ops carried through a Loop), torch.split read back by index and len().
   lstm_classifier, bigru, lstm2_batch_first   recurrent layers (LSTM, bidirectional GRU, 2-layer
                      batch_first LSTM with initial states) at several sequence lengths.
+  lstm_encoder       a 2-layer bidirectional LSTM of 256 units over 80 features per frame.
   vad_like           a speech-activity style model, run chunk by chunk (see export_vad).
+NAME.input.<input>.npy holds the largest case's inputs (a chunk of speech for vad_like): tools/benchmark.py
+times the model on them.
   gpt_decoder        a 2-layer GPT-style decoder (token + position embeddings, causal
                      self-attention whose mask is torch.triu of a [T, T] ones matrix -> Trilu,
                      GELU MLP, pre-LayerNorm, tied output projection), dynamic sequence length.
@@ -174,6 +177,20 @@ class Lstm2BatchFirst(torch.nn.Module):
         return y, h, c
 
 
+class LstmEncoder(torch.nn.Module):
+    """A speech-encoder sized stack: 80 filterbank features per frame, a 2-layer bidirectional
+    LSTM of 256 units (batch_first), a projection to 32 tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(80, 256, num_layers=2, bidirectional=True, batch_first=True)
+        self.proj = torch.nn.Linear(512, 32)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.proj(y)
+
+
 class VadLike(torch.nn.Module):
     """A speech-activity model shaped like the widely used ones: one chunk of samples per call, a
     strided conv front-end chosen by the sample rate (If on the scalar input "sr": 512 samples at
@@ -237,6 +254,9 @@ def cases():
     feats = lambda t, b: torch.randn(t, b, 20, generator=g)
     yield ("bigru", BiGru, (feats(6, 2),), ["x"], ["y", "h"], {"x": {0: "time", 1: "batch"}}, False, 1e-4, 1e-5,
            [{"x": feats(6, 2)}, {"x": feats(41, 3)}, {"x": feats(300, 1)}])
+    fbank = lambda t: torch.randn(1, t, 80, generator=g)
+    yield ("lstm_encoder", LstmEncoder, (fbank(20),), ["x"], ["y"], {"x": {1: "frames"}}, False, 1e-4, 1e-5,
+           [{"x": fbank(100)}, {"x": fbank(37)}])
     seq = lambda b, t: torch.randn(b, t, 16, generator=g)
     state = lambda b: torch.randn(2, b, 33, generator=g) * 0.5
     yield ("lstm2_batch_first", Lstm2BatchFirst, (seq(2, 7), state(2), state(2)), ["x", "h0", "c0"],
@@ -302,6 +322,11 @@ def export_vad(out: str, force: bool):
                 sys.exit(f"vad_like chunk {k}: onnxruntime differs from PyTorch")
             probs.append(float(p.reshape(-1)[0]))
         np.save(os.path.join(out, f"vad_like.audio{rate}.npy"), chunks)
+        if rate == 16000:  # tools/benchmark.py's inputs: one chunk from the middle of the speech
+            z = np.zeros((2, 1, 64), np.float32)
+            middle = chunks[n // 2 : n // 2 + 1]
+            for key, v in (("x", middle), ("sr", np.array(rate, np.int64)), ("h", z), ("c", z)):
+                np.save(os.path.join(out, f"vad_like.input.{key}.npy"), v)
         np.save(os.path.join(out, f"vad_like.probs{rate}.npy"), np.array(probs, np.float32))
         print(f"export_graph_cases: vad_like at {rate} Hz, {n} chunks, probabilities "
               f"{min(probs):.3f}..{max(probs):.3f}")
@@ -341,6 +366,10 @@ def main():
                 np.save(os.path.join(args.out, f"{name}.c{k}.out.{o}.npy"), r)
             for n, v in np_feeds.items():
                 np.save(os.path.join(args.out, f"{name}.c{k}.in.{n}.npy"), v)
+        # tools/benchmark.py's inputs: the largest case.
+        big = max(range(len(runs)), key=lambda k: sum(v.numel() for v in runs[k].values()))
+        for n, v in runs[big].items():
+            np.save(os.path.join(args.out, f"{name}.input.{n}.npy"), v.numpy())
         print(f"export_graph_cases: {name} ({len(runs)} cases)")
     export_vad(args.out, args.force)
     with open(os.path.join(args.out, "graph_cases.txt"), "w") as f:

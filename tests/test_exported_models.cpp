@@ -113,7 +113,7 @@ TEST_P(ExportedModel, MatchesOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PyTorch, ExportedModel,
-                         ::testing::Values("if_sample_rate", "loop_nested_if", "loop_sequence", "gpt_decoder", "lstm_classifier", "bigru",
+                         ::testing::Values("if_sample_rate", "loop_nested_if", "loop_sequence", "gpt_decoder", "lstm_classifier", "bigru", "lstm_encoder",
                                            "lstm2_batch_first"));
 
 // The speech-activity style model run as its users run it: the spoken test sentence (espeak-ng)

@@ -26,8 +26,10 @@ For every model (NAME from --models-dir, or a path to an .onnx file) it measures
     cold, with an empty ocl-infer --cache-dir and the driver's own program cache emptied
     (POCL_CACHE_DIR) or off (CUDA_CACHE_DISABLE); with only ocl-infer's cache empty; and warm,
     with the default caches, which the timed runs have filled.
-All latency runs use the same input: NAME.input.npy beside the model (NAME.dog.input.npy for the
-demo model), else a seeded N(0,1) tensor written to a temporary .npy.
+All latency runs use the same inputs: NAME.input.<input>.npy beside the model for each input
+(multi-input models, e.g. the recurrent ones of models/export_graph_cases.py), else NAME.input.npy
+(NAME.dog.input.npy for the demo model) for the first, else a seeded N(0,1) tensor written to a
+temporary .npy.
 
 The latency runs are interleaved so that both runtimes see the same machine conditions: each of
 R rounds runs every model once with each of the three configurations, rotating their order from
@@ -173,24 +175,32 @@ class Model:
             options.intra_op_num_threads = ort_threads
         self.session = onnxruntime.InferenceSession(path, options,
                                                     providers=["CPUExecutionProvider"])
-        spec = self.session.get_inputs()[0]
-        self.input_name = spec.name
-        self.input_path = find_input(path)
-        if self.input_path:
-            self.input = np.load(self.input_path)
-        else:
-            shape = [d if isinstance(d, int) else 1 for d in spec.shape]
-            self.input = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
-            self.input_path = os.path.join(tmp_dir, name + ".random.input.npy")
-            np.save(self.input_path, self.input)
+        # Inputs: NAME.input.<input>.npy for each model input (multi-input models), else
+        # NAME.input.npy / NAME.dog.input.npy for the first, else seeded N(0,1) data.
+        self.feeds, self.input_paths = {}, {}
+        stem = os.path.splitext(path)[0]
+        for k, spec in enumerate(self.session.get_inputs()):
+            own = f"{stem}.input.{spec.name}.npy"
+            file = own if os.path.exists(own) else (find_input(path) if k == 0 else None)
+            if file:
+                value = np.load(file)
+            else:
+                shape = [d if isinstance(d, int) else 1 for d in spec.shape]
+                value = np.random.default_rng(k).standard_normal(shape, dtype=np.float32)
+                file = os.path.join(tmp_dir, f"{name}.random.input{k}.npy")
+                np.save(file, value)
+            self.feeds[spec.name] = value
+            self.input_paths[spec.name] = file
+        self.input_name = self.session.get_inputs()[0].name
+        self.input_path = self.input_paths[self.input_name]
 
     def reference(self) -> dict:
         """onnxruntime's outputs for the benchmark input, by output name."""
         names = [o.name for o in self.session.get_outputs()]
-        return dict(zip(names, self.session.run(None, {self.input_name: self.input})))
+        return dict(zip(names, self.session.run(None, self.feeds)))
 
     def time_ort(self, iterations: int, warmup: int) -> list:
-        feeds = {self.input_name: self.input}
+        feeds = self.feeds
         for _ in range(warmup):
             self.session.run(None, feeds)
         times = []
@@ -215,7 +225,7 @@ def measure(args, models: list, tmp_dir: str) -> list:
             model = entry["handle"] = loaded.get("result")
             entry["input"] = model.input_path if model else None
             # Without a session there is no input to share; ocl-infer then uses random data.
-            entry["cli_input"] = ["--input", f"{model.input_name}={model.input_path}"] \
+            entry["cli_input"] = [a for n, f in model.input_paths.items() for a in ("--input", f"{n}={f}")] \
                 if model else []
         results.append(entry)
 
