@@ -16,6 +16,7 @@
 
 #include "ops/elementwise.hpp"
 #include "ops/gemm_ops.hpp"
+#include "ops/variants.hpp"
 #include "runtime/ir/host_math.hpp"
 
 namespace oi {
@@ -184,17 +185,151 @@ double rnn_flops(const OpContext& ctx) {
   return 2.0 * static_cast<double>(s.T * s.B * s.dirs * s.gates * s.H * (s.I + s.H));
 }
 
-// R [D][G*H][H] -> Rt [D][H][G*H], float32.
-std::vector<float> transpose_r(const Tensor& r, const RnnSpec& s) {
+// R [D][G*H][H] as kernels/rnn.cl's steps read it, float32: packed [D][H/vw][H][G][vw] (the
+// blocked variant) or transposed [D][H][G*H].
+std::vector<float> layout_r(const Tensor& r, const RnnSpec& s, int vw, bool packed) {
   Tensor widened;
   const Tensor& rf = as_float32(r, &widened);
   const float* src = rf.data<float>();
-  const int64_t gh = s.gates * s.H;
-  std::vector<float> out(static_cast<size_t>(s.dirs * gh * s.H));
+  const int64_t G = s.gates, H = s.H, gh = G * H;
+  std::vector<float> out(static_cast<size_t>(s.dirs * gh * H));
   for (int64_t d = 0; d < s.dirs; ++d)
-    for (int64_t row = 0; row < gh; ++row)
-      for (int64_t k = 0; k < s.H; ++k) out[(d * s.H + k) * gh + row] = src[(d * gh + row) * s.H + k];
+    for (int64_t row = 0; row < gh; ++row) {
+      const int64_t g = row / H, j = row % H;
+      for (int64_t k = 0; k < H; ++k) {
+        const int64_t at = packed ? ((((d * (H / vw) + j / vw) * H + k) * G + g) * vw + j % vw) : (d * H + k) * gh + row;
+        out[static_cast<size_t>(at)] = src[(d * gh + row) * H + k];
+      }
+    }
   return out;
+}
+
+// What the step launches of one layer need (the buffers are made by rnn_build).
+struct RnnSteps {
+  const RnnSpec* s = nullptr;
+  std::string opts;
+  cl_mem xw = nullptr, rt = nullptr, bf = nullptr, pf = nullptr, hs = nullptr, cs = nullptr, rh = nullptr;
+  cl_mem y = nullptr, acts = nullptr, lens = nullptr;
+  const Tensor* r_const = nullptr;  // R when it is a constant (laid out at plan time)
+  cl_mem r_in = nullptr;            // else R's buffer, in storage r_storage
+  DType r_storage = DType::Float32;
+  int32_t has_lens = 0, has_y = 0, flags = 0;
+  std::string signature;
+};
+
+// Every step of the layer: VW hidden units per work-item, `local` as given (empty: the driver's),
+// R packed per work-item (`packed`) or transposed.
+// Lays R out for the steps (a constant once, here; else by a kernel every run) into p.rt.
+void prepare_r(BuildContext& ctx, RnnSteps& p, const std::string& opts, int vw, bool packed) {
+  const RnnSpec& s = *p.s;
+  const int64_t gh = s.gates * s.H;
+  if (p.r_const) {
+    p.rt = ctx.constant_floats(layout_r(*p.r_const, s, vw, packed), DType::Float32);
+  } else {
+    p.rt = ctx.scratch(DType::Float32, {s.dirs, s.H, gh}).mem;
+    ctx.launch("rnn", "rnn_transpose_r", opts + BuildContext::storage_option("SR", p.r_storage),
+               {static_cast<size_t>(gh), static_cast<size_t>(s.H), static_cast<size_t>(s.dirs)}, {}, p.r_in, p.rt,
+               static_cast<int32_t>(s.gates), static_cast<int32_t>(s.H));
+  }
+}
+
+void launch_steps(BuildContext& ctx, RnnSteps p, int vw, std::vector<size_t> local, bool packed) {
+  const RnnSpec& s = *p.s;
+  const std::string opts = p.opts + " -DVW=" + std::to_string(vw) + (packed ? " -DPACKED" : "");
+  prepare_r(ctx, p, opts, vw, packed);
+  const std::vector<size_t> grid{static_cast<size_t>(s.H / vw), static_cast<size_t>(s.B), static_cast<size_t>(s.dirs)};
+  const char* cell = s.cell == Cell::Lstm ? "rnn_lstm_step" : s.cell == Cell::Gru ? "rnn_gru_step" : "rnn_rnn_step";
+  const auto T = static_cast<int32_t>(s.T), B = static_cast<int32_t>(s.B), H = static_cast<int32_t>(s.H);
+  for (int32_t step = 0; step < T; ++step) {
+    if (s.cell == Cell::Gru && !s.linear_before_reset)
+      ctx.launch("rnn", "rnn_gru_reset", opts, grid, local, p.xw, p.rt, p.bf, p.pf, p.hs, p.cs, p.rh, p.y, p.acts, p.lens,
+                 p.has_lens, p.has_y, T, B, H, p.flags, s.clip, step);
+    ctx.launch("rnn", cell, opts, grid, local, p.xw, p.rt, p.bf, p.pf, p.hs, p.cs, p.rh, p.y, p.acts, p.lens,
+               p.has_lens, p.has_y, T, B, H, p.flags, s.clip, step);
+  }
+}
+
+// The tuning key: what a step's speed depends on (not the sequence length: one choice serves all).
+std::string steps_key(const RnnSteps& p) {
+  const RnnSpec& s = *p.s;
+  return std::string(s.cell == Cell::Lstm ? "LSTM" : s.cell == Cell::Gru ? (s.linear_before_reset ? "GRU-lbr" : "GRU") : "RNN") +
+         " D" + std::to_string(s.dirs) + " B" + std::to_string(s.B) + " H" + std::to_string(s.H) + p.signature;
+}
+
+int widest_dividing(int64_t h) {
+  for (int w : {16, 8, 4, 2})
+    if (h % w == 0) return w;
+  return 1;
+}
+
+// blocked: the CPU-shaped step -- VW hidden units per work-item in float vectors, local size 1
+// (PoCL runs a work-group as a loop over its work-items; one item per group keeps the vector code).
+bool blocked_applies(const RnnSteps&, const DeviceCaps&) { return true; }
+bool blocked_valid(const RnnSteps& p, const DeviceCaps& c, const VariantParams& v) {
+  return p.s->H % v.at("vw") == 0 && (!v.at("whole") || static_cast<size_t>(p.s->H / v.at("vw")) <= c.max_work_group_size);
+}
+VariantParams blocked_defaults(const RnnSteps& p, const DeviceCaps&) { return {{"vw", widest_dividing(p.s->H)}, {"whole", 0}}; }
+bool blocked_preferred(const RnnSteps&, const DeviceCaps& c) { return c.cpu_shaped(); }
+void blocked_run(BuildContext& ctx, const RnnSteps& p, const VariantParams& v) {
+  const size_t items = static_cast<size_t>(p.s->H / v.at("vw"));
+  launch_steps(ctx, p, v.at("vw"), {v.at("whole") ? items : 1, 1, 1}, true);
+}
+
+// wide: the GPU-shaped step -- one hidden unit per work-item, neighbouring items reading
+// neighbouring weights; `ls` work-items per group along the hidden units (0: the driver's choice).
+bool wide_applies(const RnnSteps&, const DeviceCaps&) { return true; }
+bool wide_valid(const RnnSteps& p, const DeviceCaps& c, const VariantParams& v) {
+  const int ls = v.at("ls");
+  return ls == 0 || (p.s->H % ls == 0 && static_cast<size_t>(ls) <= c.max_work_group_size);
+}
+VariantParams wide_defaults(const RnnSteps&, const DeviceCaps&) { return {{"ls", 0}}; }
+void wide_run(BuildContext& ctx, const RnnSteps& p, const VariantParams& v) {
+  const int ls = v.at("ls");
+  launch_steps(ctx, p, 1, ls ? std::vector<size_t>{static_cast<size_t>(ls), 1, 1} : std::vector<size_t>{}, false);
+}
+
+// fused: every step in one launch of one work-group (barriers between steps), for layers whose
+// steps are too small to pay a launch each; R packed per work-item as in blocked.
+bool fused_applies(const RnnSteps& p, const DeviceCaps& c) {
+  return static_cast<size_t>(p.s->H * p.s->B * p.s->dirs) <= c.max_work_group_size;
+}
+bool fused_valid(const RnnSteps& p, const DeviceCaps& c, const VariantParams& v) {
+  const int vw = v.at("vw");
+  return p.s->H % vw == 0 && static_cast<size_t>(p.s->H / vw * p.s->B * p.s->dirs) <= c.max_work_group_size;
+}
+VariantParams fused_defaults(const RnnSteps& p, const DeviceCaps& c) {
+  return {{"vw", c.cpu_shaped() ? widest_dividing(p.s->H) : 1}};
+}
+// A step of at most 64K multiply-adds: launches would cost more than the arithmetic (PoCL ~10 us
+// per launch; a 48-unit LSTM step computes in ~1 us).
+bool fused_preferred(const RnnSteps& p, const DeviceCaps&) {
+  return p.s->gates * p.s->H * p.s->H * p.s->B * p.s->dirs <= 65536;
+}
+void fused_run(BuildContext& ctx, const RnnSteps& p0, const VariantParams& v) {
+  RnnSteps p = p0;
+  const RnnSpec& s = *p.s;
+  const int vw = v.at("vw");
+  const std::string opts = p.opts + " -DVW=" + std::to_string(vw) + " -DPACKED";
+  prepare_r(ctx, p, opts, vw, true);
+  const std::vector<size_t> group{static_cast<size_t>(s.H / vw), static_cast<size_t>(s.B), static_cast<size_t>(s.dirs)};
+  const char* kernel = s.cell == Cell::Lstm ? "rnn_lstm_fused" : s.cell == Cell::Gru ? "rnn_gru_fused" : "rnn_rnn_fused";
+  ctx.launch("rnn", kernel, opts, group, group, p.xw, p.rt, p.bf, p.pf, p.hs, p.cs, p.rh, p.y, p.acts, p.lens, p.has_lens,
+             p.has_y, static_cast<int32_t>(s.T), static_cast<int32_t>(s.B), static_cast<int32_t>(s.H), p.flags, s.clip);
+}
+
+const KernelFamily<RnnSteps>& rnn_family() {
+  static const KernelFamily<RnnSteps> f{
+      "rnn",
+      {
+          {"fused", "every step in one launch: one work-group, VW hidden units per work-item, barriers between steps",
+           {{"vw", {1, 2, 4, 8, 16}}}, fused_applies, fused_valid, fused_defaults, fused_run, fused_preferred},
+          {"blocked", "CPU-shaped: VW hidden units per work-item in float vectors, local size 1 (WHOLE: one group per batch row and direction)",
+           {{"vw", {1, 2, 4, 8, 16}}, {"whole", {0, 1}}}, blocked_applies, blocked_valid, blocked_defaults, blocked_run, blocked_preferred},
+          {"wide", "GPU-shaped: one hidden unit per work-item, LS per work-group (0: the driver's)",
+           {{"ls", {0, 32, 64, 128}}}, wide_applies, wide_valid, wide_defaults, wide_run},
+      },
+      steps_key};
+  return f;
 }
 
 void rnn_build(BuildContext& ctx) {
@@ -214,17 +349,24 @@ void rnn_build(BuildContext& ctx) {
                      BuildContext::storage_option("SY", st(0, true)) + BuildContext::storage_option("SYH", st(1, true)) +
                      BuildContext::storage_option("SYC", st(2, true));
   if (ctx.has_input(4) && ctx.in_type(4) == DType::Int64) opts += " -DLENS_I64";
+  if (s.linear_before_reset) opts += " -DLINEAR_BEFORE_RESET";
 
+  RnnSteps p;
+  p.s = &s;
+  p.opts = opts;
   // States: [D][B][H] float32, two of each (step s reads buffer s % 2, writes the other).
   const Shape state{2, s.dirs, s.B, s.H};
-  const cl_mem hs = ctx.scratch(DType::Float32, state).mem;
-  const cl_mem cs = ctx.scratch(DType::Float32, state).mem;  // unused by GRU and RNN beyond rnn_init
+  p.hs = ctx.scratch(DType::Float32, state).mem;
+  p.cs = ctx.scratch(DType::Float32, state).mem;  // unused by GRU and RNN beyond rnn_init
   // GRU without linear_before_reset: r (.) H_{t-1} of the step.
-  const cl_mem rh = s.cell == Cell::Gru && !s.linear_before_reset ? ctx.scratch(DType::Float32, {s.dirs, s.B, s.H}).mem : hs;
+  p.rh = s.cell == Cell::Gru && !s.linear_before_reset ? ctx.scratch(DType::Float32, {s.dirs, s.B, s.H}).mem : p.hs;
+  p.bf = ctx.scratch(DType::Float32, {s.dirs, 2 * gh}).mem;
+  p.pf = ctx.scratch(DType::Float32, {s.dirs, 3 * s.H}).mem;
 
   // Input projection of every step: XW[d][row][g] = sum_i X[row][i] W[d][g][i], row = t*B+b
   // (layout 0) or b*T+t (layout 1) -- X's own row order.
   const Operand xw = ctx.workspace(DType::Float32, {s.dirs, rows, gh});
+  p.xw = xw.mem;
   if (rows > 0) {
     if (s.I == 0) {
       ctx.launch("rnn", "rnn_fill_zero", "", {static_cast<size_t>(s.dirs * rows * gh)}, {}, xw.mem);
@@ -248,56 +390,46 @@ void rnn_build(BuildContext& ctx) {
     }
   }
 
-  // R transposed, float32.
-  cl_mem rt;
-  if (ctx.is_const(2)) {
-    rt = ctx.constant_floats(transpose_r(ctx.in_data(2), s), DType::Float32);
-  } else {
-    rt = ctx.scratch(DType::Float32, {s.dirs, s.H, gh}).mem;
-    ctx.launch("rnn", "rnn_transpose_r", BuildContext::storage_option("SR", st(2, false)),
-               {static_cast<size_t>(gh), static_cast<size_t>(s.H), static_cast<size_t>(s.dirs)}, {}, ctx.in_buf(2), rt,
-               static_cast<int32_t>(gh), static_cast<int32_t>(s.H));
-  }
+  // R: laid out by the step variant (at plan time when constant).
+  if (ctx.is_const(2)) p.r_const = &ctx.in_data(2);
+  p.r_in = ctx.in_buf(2);
+  p.r_storage = st(2, false);
 
   // Activation table: per direction and slot, (code, alpha, beta).
   std::vector<float> acts;
   for (const ActSpec& a : s.acts) acts.insert(acts.end(), {static_cast<float>(a.code), a.alpha, a.beta});
-  const cl_mem act_buf = ctx.constant_floats(acts);
+  p.acts = ctx.constant_floats(acts);
 
-  const cl_mem dummy = hs;  // any valid buffer stands in for an absent operand
+  const cl_mem dummy = p.hs;  // any valid buffer stands in for an absent operand
   auto in_or = [&](int i) { return ctx.has_input(i) ? ctx.in_buf(i) : dummy; };
   auto out_or = [&](int i) { return ctx.has_output(i) ? ctx.out_buf(i) : dummy; };
-  const cl_mem lens = in_or(4);
-  const int32_t has_lens = ctx.has_input(4), has_b = ctx.has_input(3), has_p = ctx.has_input(7);
-  const int32_t has_y = ctx.has_output(0);
+  p.lens = in_or(4);
+  p.y = out_or(0);
+  p.has_lens = ctx.has_input(4);
+  p.has_y = ctx.has_output(0);
+  p.flags = (s.layout1 ? 1 : 0) | (s.reverse_only ? 2 : 0) | (s.input_forget ? 4 : 0);
+  p.signature = node_signature(ctx);
   const cl_mem err = ctx.error_flag("sequence_lens holds a value outside [0, " + std::to_string(s.T) +
                                     "] (the sequence length of X " + shape_to_string(ctx.in_shape(0)) + ")");
-  const int32_t flags = (s.layout1 ? 1 : 0) | (s.reverse_only ? 2 : 0) | (s.input_forget ? 4 : 0);
   const std::vector<size_t> grid{static_cast<size_t>(s.H), static_cast<size_t>(s.B), static_cast<size_t>(s.dirs)};
 
-  ctx.launch("rnn", "rnn_init", opts, grid, {}, in_or(5), in_or(6), hs, cs, static_cast<int32_t>(ctx.has_input(5)),
-             static_cast<int32_t>(ctx.has_input(6)), lens, static_cast<int32_t>(has_lens), static_cast<int32_t>(s.T),
+  const int64_t prep = std::max(2 * gh, 3 * s.H);
+  ctx.launch("rnn", "rnn_prep", opts, {static_cast<size_t>(prep), static_cast<size_t>(s.dirs)}, {}, in_or(3), in_or(7),
+             p.bf, p.pf, static_cast<int32_t>(ctx.has_input(3)), static_cast<int32_t>(ctx.has_input(7)),
+             static_cast<int32_t>(2 * gh), static_cast<int32_t>(3 * s.H));
+  ctx.launch("rnn", "rnn_init", opts, grid, {}, in_or(5), in_or(6), p.hs, p.cs, static_cast<int32_t>(ctx.has_input(5)),
+             static_cast<int32_t>(ctx.has_input(6)), p.lens, p.has_lens, static_cast<int32_t>(s.T),
              static_cast<int32_t>(s.B), static_cast<int32_t>(s.H), static_cast<int32_t>(s.layout1), err);
-
-  const char* cell_kernel = s.cell == Cell::Lstm ? "rnn_lstm_step" : s.cell == Cell::Gru ? "rnn_gru_step" : "rnn_rnn_step";
-  const std::string cell_opts = opts + (s.linear_before_reset ? " -DLINEAR_BEFORE_RESET" : "");
-  for (int64_t step = 0; step < s.T; ++step) {
-    if (s.cell == Cell::Gru && !s.linear_before_reset)
-      ctx.launch("rnn", "rnn_gru_reset", cell_opts, grid, {}, xw.mem, rt, in_or(3), hs, rh, act_buf, lens,
-                 static_cast<int32_t>(has_lens), static_cast<int32_t>(has_b), static_cast<int32_t>(step),
-                 static_cast<int32_t>(s.T), static_cast<int32_t>(s.B), static_cast<int32_t>(s.H), flags, s.clip);
-    ctx.launch("rnn", cell_kernel, cell_opts, grid, {}, xw.mem, rt, in_or(3), in_or(7), hs, cs, rh, out_or(0), act_buf,
-               lens, static_cast<int32_t>(has_lens), static_cast<int32_t>(has_b), static_cast<int32_t>(has_p), has_y,
-               static_cast<int32_t>(step), static_cast<int32_t>(s.T), static_cast<int32_t>(s.B), static_cast<int32_t>(s.H),
-               flags, s.clip);
-  }
+  if (s.T > 0) run_variant(ctx, rnn_family(), p);
   if (ctx.has_output(1) || ctx.has_output(2))
-    ctx.launch("rnn", "rnn_final", opts, grid, {}, hs, cs, out_or(1), out_or(2), static_cast<int32_t>(ctx.has_output(1)),
+    ctx.launch("rnn", "rnn_final", opts, grid, {}, p.hs, p.cs, out_or(1), out_or(2), static_cast<int32_t>(ctx.has_output(1)),
                static_cast<int32_t>(ctx.has_output(2)), static_cast<int32_t>(s.T % 2), static_cast<int32_t>(s.B),
                static_cast<int32_t>(s.H), static_cast<int32_t>(s.layout1));
 }
 
 }  // namespace
+
+std::vector<VariantInfo> rnn_variant_info() { return family_info(rnn_family()); }
 
 void add_rnn_ops(std::vector<OpDef>& t) {
   for (const char* op : {"LSTM", "GRU", "RNN"})

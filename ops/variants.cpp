@@ -11,6 +11,7 @@ std::vector<VariantInfo> pool_variant_info();
 std::vector<VariantInfo> norm_variant_info();
 std::vector<VariantInfo> qconv_variant_info();
 std::vector<VariantInfo> qgemm_variant_info();
+std::vector<VariantInfo> rnn_variant_info();
 
 namespace {
 
@@ -106,7 +107,7 @@ const std::vector<VariantInfo>& variant_catalog() {
   static const std::vector<VariantInfo> all = [] {
     std::vector<VariantInfo> r;
     for (auto* f : {conv_variant_info, gemm_variant_info, pool_variant_info, norm_variant_info, qconv_variant_info,
-                    qgemm_variant_info})
+                    qgemm_variant_info, rnn_variant_info})
       for (auto& v : f()) r.push_back(v);
     return r;
   }();

@@ -279,12 +279,17 @@ std::string describe(const Config& c) {
 
 constexpr double kTol = 3e-5;
 
+// The step variant forced for a check ("" = the device-class choice).
+std::string g_variant;
+
 void check(const Config& c, uint32_t seed = 1) {
-  SCOPED_TRACE(describe(c));
+  SCOPED_TRACE(describe(c) + (g_variant.empty() ? "" : " " + g_variant));
   std::mt19937 rng(seed);
   const Inputs in = make_inputs(c, rng);
   const Outputs want = reference(c, in);
-  auto got = open_session(build(c, in, in.X.shape)).run(feeds(c, in));
+  ocl_infer::SessionOptions opt;
+  opt.kernel_variants = g_variant;
+  auto got = open_session(build(c, in, in.X.shape), opt).run(feeds(c, in));
   if (c.y) {
     EXPECT_LE(rel_error(got.at("Y"), want.Y), kTol) << "Y";
   }
@@ -296,7 +301,12 @@ void check(const Config& c, uint32_t seed = 1) {
   }
 }
 
-TEST(Recurrent, DirectionsLayoutsAndRaggedBatches) {
+// Every variant of the step kernels (fused: one launch; blocked: a launch per step, VW units per
+// work-item; wide: a unit per work-item) over the same matrix.
+class RecurrentVariant : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RecurrentVariant, DirectionsLayoutsAndRaggedBatches) {
+  g_variant = GetParam();
   int k = 0;
   for (const char* op : {"LSTM", "GRU", "RNN"})
     for (int lbr = 0; lbr < (std::string(op) == "GRU" ? 2 : 1); ++lbr)
@@ -311,9 +321,15 @@ TEST(Recurrent, DirectionsLayoutsAndRaggedBatches) {
             c.layout = layout;
             c.lens = lens;
             c.h0 = c.c0 = lens;  // initial states with and without
+            c.H = 48;            // vector widths up to 16 divide it
             check(c, static_cast<uint32_t>(k));
           }
+  g_variant.clear();
 }
+
+INSTANTIATE_TEST_SUITE_P(Steps, RecurrentVariant,
+                         ::testing::Values("rnn=fused", "rnn=fused:vw=1", "rnn=blocked", "rnn=blocked:vw=4", "rnn=wide",
+                                           "rnn=wide:ls=16"));
 
 TEST(Recurrent, LstmPeepholesClipInputForgetAndActivations) {
   Config c;
@@ -443,6 +459,7 @@ TEST(Recurrent, ProfileSumsStepsUnderTheNode) {
   Inputs in = make_inputs(c, rng);
   ocl_infer::SessionOptions opt;
   opt.profiling = true;
+  opt.kernel_variants = "rnn=blocked";  // a launch per step
   auto s = open_session(build(c, in, in.X.shape), opt);
   for (int k = 0; k < 3; ++k) s.run(feeds(c, in));
   int launches = 0, steps = 0;
