@@ -256,8 +256,9 @@ std::string steps_key(const RnnSteps& p) {
          " D" + std::to_string(s.dirs) + " B" + std::to_string(s.B) + " H" + std::to_string(s.H) + p.signature;
 }
 
+// The widest float vector that divides the hidden size (3 for sizes like 33: float3 exists).
 int widest_dividing(int64_t h) {
-  for (int w : {16, 8, 4, 2})
+  for (int w : {16, 8, 4, 3, 2})
     if (h % w == 0) return w;
   return 1;
 }
@@ -322,9 +323,9 @@ const KernelFamily<RnnSteps>& rnn_family() {
       "rnn",
       {
           {"fused", "every step in one launch: one work-group, VW hidden units per work-item, barriers between steps",
-           {{"vw", {1, 2, 4, 8, 16}}}, fused_applies, fused_valid, fused_defaults, fused_run, fused_preferred},
+           {{"vw", {1, 2, 3, 4, 8, 16}}}, fused_applies, fused_valid, fused_defaults, fused_run, fused_preferred},
           {"blocked", "CPU-shaped: VW hidden units per work-item in float vectors, local size 1 (WHOLE: one group per batch row and direction)",
-           {{"vw", {1, 2, 4, 8, 16}}, {"whole", {0, 1}}}, blocked_applies, blocked_valid, blocked_defaults, blocked_run, blocked_preferred},
+           {{"vw", {1, 2, 3, 4, 8, 16}}, {"whole", {0, 1}}}, blocked_applies, blocked_valid, blocked_defaults, blocked_run, blocked_preferred},
           {"wide", "GPU-shaped: one hidden unit per work-item, LS per work-group (0: the driver's)",
            {{"ls", {0, 32, 64, 128}}}, wide_applies, wide_valid, wide_defaults, wide_run},
       },

@@ -328,7 +328,7 @@ TEST_P(RecurrentVariant, DirectionsLayoutsAndRaggedBatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Steps, RecurrentVariant,
-                         ::testing::Values("rnn=fused", "rnn=fused:vw=1", "rnn=blocked", "rnn=blocked:vw=4", "rnn=wide",
+                         ::testing::Values("rnn=fused", "rnn=fused:vw=1", "rnn=fused:vw=3", "rnn=blocked", "rnn=blocked:vw=4", "rnn=wide",
                                            "rnn=wide:ls=16"));
 
 TEST(Recurrent, LstmPeepholesClipInputForgetAndActivations) {

@@ -273,11 +273,12 @@ def measure(args, models: list, tmp_dir: str) -> list:
         if "error" in entry:
             continue
         path = entry["path"]
-        entry["graph"] = attempt(run_cli, args.ocl_infer, [path, "--dump", "graph", "--json"],
+        feeds = entry.get("cli_input", [])  # models with open dims need their inputs to plan
+        entry["graph"] = attempt(run_cli, args.ocl_infer, [path] + feeds + ["--dump", "graph", "--json"],
                                  args.timeout)
         entry["graph_O0"] = attempt(run_cli, args.ocl_infer,
-                                    [path, "--dump", "graph", "--json", "-O0"], args.timeout)
-        entry["plan"] = attempt(run_cli, args.ocl_infer, [path, "--dump", "plan", "--json"],
+                                    [path] + feeds + ["--dump", "graph", "--json", "-O0"], args.timeout)
+        entry["plan"] = attempt(run_cli, args.ocl_infer, [path] + feeds + ["--dump", "plan", "--json"],
                                 args.timeout)
         for graph in ("graph", "graph_O0"):  # the node list is long and in the dump anyway
             if "result" in entry[graph]:
