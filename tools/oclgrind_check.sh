@@ -9,7 +9,9 @@
 #      gemm, pooling and norm on odd sizes), in fp32 and fp16;
 #   3. the op-family suites (activations, conv, elementwise, gemm, norm, pool, reduce, resize,
 #      tensor ops; the full check also scatter, topk, sample, einsum and dynamic ops),
-#      or those named in $OCLGRIND_SUITES.
+#      or those named in $OCLGRIND_SUITES;
+#   4. the recurrent layers under each step variant (the quick check: the fused one) and, in the
+#      full check, the sequence ops.
 # Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
 # kernel cache. Any oclgrind report fails the run. (oclgrind 21.10's --uninitialized plugin stops
 # at LLVM's `freeze` instruction, "Unsupported instruction", and leaves the kernel's output
@@ -103,5 +105,14 @@ suites=${OCLGRIND_SUITES:-$all_suites}
 for s in $suites; do check "$s" "$build/tests/$s"; done
 # The integer kernels (quantization ops against their references; about 5 s).
 check "test_quant" "$build/tests/test_quant" --gtest_filter='Quant.*'
+# The recurrent step kernels (every variant in the full check; the one-launch "fused" variant,
+# with its barriers, in the quick one; about 15 s each) and the sequence ops.
+rnn_variants="rnn=fused rnn=blocked rnn=wide"
+[ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ] && rnn_variants="rnn=fused"
+for v in $rnn_variants; do
+  OCL_INFER_VARIANT=$v check "test_rnn-${v#rnn=}" "$build/tests/test_rnn" \
+    --gtest_filter='Recurrent.ZeroLengths:Recurrent.OptionalOutputsAndInputs:Recurrent.DynamicLengthInOneSession:Recurrent.Errors:Recurrent.LstmPeep*'
+done
+[ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ] || check "test_sequence" "$build/tests/test_sequence"
 echo "oclgrind_check: $fail failed, $(($(date +%s) - start)) s"
 [ $fail -eq 0 ]
