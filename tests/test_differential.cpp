@@ -110,6 +110,87 @@ class GraphGen {
     if (group > 1) attr_i(n, "group", group);
     return y;
   }
+  // x [1, C, H, W] read as a sequence of C steps of H*W features through a forward LSTM, GRU or
+  // RNN with H*W hidden units, its Y viewed back as [1, C, H, W]. The reference runs the ONNX
+  // equations (default activations, gate orders iofc / zrh).
+  std::string recurrent(const std::string& x, int which) {
+    const Tensor& xv = val[x];
+    const int64_t T = xv.shape[1], F = xv.shape[2] * xv.shape[3];
+    const char* op = which == 0 ? "LSTM" : which == 1 ? "GRU" : "RNN";
+    const int64_t G = which == 0 ? 4 : which == 1 ? 3 : 1;
+    const float s = 1.0f / std::sqrt(static_cast<float>(F));
+    Tensor w = random_tensor({1, G * F, F}, rng, -s, s), r = random_tensor({1, G * F, F}, rng, -s, s);
+    Tensor b = random_tensor({1, 2 * G * F}, rng, -0.3f, 0.3f);
+    const std::string seq = reshape(x, {T, 1, F});
+    std::vector<double> h(F, 0), c(F, 0);
+    Tensor y(DType::Float32, {T, 1, 1, F});
+    auto W = [&](int64_t row, int64_t i) { return static_cast<double>(w.data<float>()[row * F + i]); };
+    auto R = [&](int64_t row, int64_t k) { return static_cast<double>(r.data<float>()[row * F + k]); };
+    auto Bw = [&](int64_t row) { return static_cast<double>(b.data<float>()[row]); };
+    auto Br = [&](int64_t row) { return static_cast<double>(b.data<float>()[G * F + row]); };
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> xw(G * F, 0), rh(G * F, 0);
+      for (int64_t row = 0; row < G * F; ++row)
+        for (int64_t i = 0; i < F; ++i) {
+          xw[row] += xv.data<float>()[t * F + i] * W(row, i);
+          rh[row] += h[i] * R(row, i);
+        }
+      std::vector<double> hn(F), cn(F);
+      for (int64_t j = 0; j < F; ++j) {
+        auto pre = [&](int64_t g) { return xw[g * F + j] + rh[g * F + j] + Bw(g * F + j) + Br(g * F + j); };
+        if (which == 0) {
+          const double i = ref::sigmoid(pre(0)), o = ref::sigmoid(pre(1)), f = ref::sigmoid(pre(2));
+          cn[j] = f * c[j] + i * std::tanh(pre(3));
+          hn[j] = o * std::tanh(cn[j]);
+        } else if (which == 1) {
+          const double z = ref::sigmoid(pre(0)), rr = ref::sigmoid(pre(1));
+          double acc = 0;  // linear_before_reset = 0: (r (.) h) R_h
+          for (int64_t k = 0; k < F; ++k) {
+            const double rk = ref::sigmoid(xw[F + k] + rh[F + k] + Bw(F + k) + Br(F + k));
+            acc += rk * h[k] * R(2 * F + j, k);
+          }
+          (void)rr;
+          const double hh = std::tanh(xw[2 * F + j] + acc + Bw(2 * F + j) + Br(2 * F + j));
+          hn[j] = (1 - z) * hh + z * h[j];
+        } else {
+          hn[j] = std::tanh(pre(0));
+        }
+      }
+      h = hn;
+      c = cn;
+      for (int64_t j = 0; j < F; ++j) y.data<float>()[t * F + j] = static_cast<float>(h[j]);
+    }
+    const std::string out = fresh("rnn");
+    auto& n = add(op, {seq, constant(w), constant(r), constant(b)}, out, std::move(y));
+    attr_i(n, "hidden_size", F);
+    return reshape(out, xv.shape);
+  }
+
+  // x's channels as a sequence (SplitToSequence), the first moved to the end (SequenceAt,
+  // SequenceErase, SequenceInsert), concatenated again (ConcatFromSequence).
+  std::string rotate_channels(const std::string& x) {
+    const Tensor& xv = val[x];
+    const int64_t C = xv.shape[1], plane = xv.shape[2] * xv.shape[3];
+    const std::string sq = fresh("seq"), first = fresh("first"), rest = fresh("rest"), rot = fresh("rot"), y = fresh("rotated");
+    attr_i(m.node("SplitToSequence", {x, scalar_i(1)}, {sq}), "axis", 1);
+    m.node("SequenceAt", {sq, scalar_i(0)}, {first});
+    m.node("SequenceErase", {sq, scalar_i(0)}, {rest});
+    m.node("SequenceInsert", {rest, first}, {rot});
+    Tensor yv(DType::Float32, xv.shape);
+    for (int64_t ch = 0; ch < C; ++ch)
+      std::copy(xv.data<float>() + ((ch + 1) % C) * plane, xv.data<float>() + ((ch + 1) % C + 1) * plane,
+                yv.data<float>() + ch * plane);
+    attr_i(add("ConcatFromSequence", {rot}, y, std::move(yv)), "axis", 1);
+    return y;
+  }
+  std::string scalar_i(int64_t v) {
+    Tensor t(DType::Int64, {});
+    t.data<int64_t>()[0] = v;
+    std::string n = fresh("k");
+    m.initializer(n, t);
+    return n;
+  }
+
   // y = mean(x) > t ? relu(x) : sigmoid(x) as an If whose branches read x from the outer scope. The
   // condition is computed on the device (check_graph turns off plan-time inputs), so the plan is
   // cut into segments there. t sits 0.05 away from the mean, so float summation order cannot flip
@@ -491,7 +572,7 @@ void random_graph(GraphGen& g, int steps) {
     return pool[0];
   };
   for (int step = 0; step < steps; ++step) {
-    const int kind = pick(15);
+    const int kind = pick(17);
     std::string x = any4();
     const Tensor& xv = g.val[x];
     const int64_t C = xv.shape[1];
@@ -583,6 +664,8 @@ void random_graph(GraphGen& g, int steps) {
         break;
       }
       case 13: pool.push_back(g.branch_on_mean(x)); break;
+      case 15: pool.push_back(g.recurrent(x, pick(3))); break;
+      case 16: pool.push_back(g.rotate_channels(x)); break;
       default: {  // a wide Concat (up to 100 inputs) of scaled copies
         const int n = 20 + pick(81);
         std::vector<std::string> parts;
