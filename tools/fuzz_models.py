@@ -116,6 +116,32 @@ def seeds(rng):
         [f32("x", [2, 3])], [f32("y", None), f32("ys", None)],
         [t(np.array(2, np.float32), "two"), t(np.array(0, np.float32), "zerof"), t(np.array(3, np.int64), "trips"),
          t(np.array(2, np.int64), "two_i"), t(np.array(0, np.int64), "zero")], opset=13)
+    # Recurrent layers and sequences: a bidirectional LSTM with sequence_lens and initial states,
+    # a GRU on its output, the result split into a sequence, edited and concatenated again.
+    H = 4
+    out["recurrent"] = model(
+        [helper.make_node("LSTM", ["x", "lw", "lr", "lb", "lens", "h0", "c0"], ["ly", "lh", "lc"], hidden_size=H,
+                          direction="bidirectional"),
+         helper.make_node("Reshape", ["ly", "flat"], ["g_in"]),
+         helper.make_node("GRU", ["g_in", "gw", "gr", "gb"], ["gy", "gh"], hidden_size=H, linear_before_reset=1),
+         helper.make_node("SplitToSequence", ["gy", "one"], ["seq"], axis=0),
+         helper.make_node("SequenceErase", ["seq", "zero"], ["seq2"]),
+         helper.make_node("Unsqueeze", ["gh", "zeros1"], ["gh4"]),
+         helper.make_node("SequenceInsert", ["seq2", "gh4"], ["seq3"]),
+         helper.make_node("ConcatFromSequence", ["seq3"], ["y"], axis=0),
+         helper.make_node("SequenceLength", ["seq3"], ["n"])],
+        [f32("x", [5, 2, 3]), helper.make_tensor_value_info("lens", TensorProto.INT32, [2]),
+         f32("h0", [2, 2, H]), f32("c0", [2, 2, H])],
+        [f32("y", None), helper.make_tensor_value_info("n", TensorProto.INT64, None), f32("lc", None)],
+        [t(r.standard_normal((2, 4 * H, 3)).astype(np.float32), "lw"),
+         t(r.standard_normal((2, 4 * H, H)).astype(np.float32), "lr"),
+         t(r.standard_normal((2, 8 * H)).astype(np.float32), "lb"),
+         t(np.array([5, 2, 2 * H], np.int64), "flat"),
+         t(r.standard_normal((1, 3 * H, 2 * H)).astype(np.float32), "gw"),
+         t(r.standard_normal((1, 3 * H, H)).astype(np.float32), "gr"),
+         t(r.standard_normal((1, 6 * H)).astype(np.float32), "gb"),
+         t(np.array(1, np.int64), "one"), t(np.array(0, np.int64), "zero"), t(np.array([0], np.int64), "zeros1")],
+        opset=14)
     return out
 
 
