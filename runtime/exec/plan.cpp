@@ -470,24 +470,47 @@ std::string Plan::dump_plan() const {
   std::ostringstream os;
   const Graph& g = compiled.graph;
   os << "plan: " << launches.size() << " kernel launches, precision " << precision_name(compiled.precision) << "\n";
-  for (size_t i = 0; i < launches.size(); ++i) {
-    const Launch& l = launches[i];
-    os << "  #" << i << " " << l.kernel_name << " node '" << g.nodes[l.node].name << "' global=[";
-    for (size_t k = 0; k < l.global.size(); ++k) os << (k ? "," : "") << l.global[k];
-    os << "] local=";
-    if (l.local.empty()) os << "auto";
-    else {
-      os << "[";
-      for (size_t k = 0; k < l.local.size(); ++k) os << (k ? "," : "") << l.local[k];
-      os << "]";
+  // A node's repeated launches (a recurrent layer's steps: one kernel, or two alternating) print
+  // once, with their count.
+  auto same = [&](size_t a, size_t b) {
+    const Launch &x = launches[a], &y = launches[b];
+    return x.node == y.node && x.kernel_name == y.kernel_name && x.global == y.global && x.local == y.local &&
+           x.variant.variant == y.variant.variant && x.variant.params == y.variant.params;
+  };
+  for (size_t i = 0; i < launches.size();) {
+    size_t period = 1, reps = 1;
+    for (size_t p = 1; p <= 2; ++p) {
+      size_t r = 1;
+      while (i + (r + 1) * p <= launches.size()) {
+        bool all = true;
+        for (size_t q = 0; q < p && all; ++q) all = same(i + q, i + r * p + q);
+        if (!all) break;
+        ++r;
+      }
+      if (r >= 3 && r * p > reps * period) period = p, reps = r;
     }
-    if (!l.variant.family.empty()) {
-      os << " variant " << l.variant.family << "=" << l.variant.variant;
-      bool first = true;
-      for (auto& [k, v] : l.variant.params) os << (first ? ":" : ",") << k << "=" << v, first = false;
-      os << " (" << l.variant.source << ")";
+    for (size_t q = 0; q < period; ++q) {
+      const Launch& l = launches[i + q];
+      os << "  #" << i + q;
+      if (reps > 1) os << " (+" << reps - 1 << " more every " << period << ")";
+      os << " " << l.kernel_name << " node '" << g.nodes[l.node].name << "' global=[";
+      for (size_t k = 0; k < l.global.size(); ++k) os << (k ? "," : "") << l.global[k];
+      os << "] local=";
+      if (l.local.empty()) os << "auto";
+      else {
+        os << "[";
+        for (size_t k = 0; k < l.local.size(); ++k) os << (k ? "," : "") << l.local[k];
+        os << "]";
+      }
+      if (!l.variant.family.empty()) {
+        os << " variant " << l.variant.family << "=" << l.variant.variant;
+        bool first = true;
+        for (auto& [k, v] : l.variant.params) os << (first ? ":" : ",") << k << "=" << v, first = false;
+        os << " (" << l.variant.source << ")";
+      }
+      os << "\n";
     }
-    os << "\n";
+    i += period * reps;
   }
   if (compiled.memory_planned) {
     const MemoryPlan& memory = compiled.memory;
