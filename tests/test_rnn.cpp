@@ -475,6 +475,45 @@ TEST(Recurrent, ProfileSumsStepsUnderTheNode) {
   EXPECT_EQ(launches, s.stats().kernel_launches);
 }
 
+// A quantized model (QDQ: int8 weights behind DequantizeLinear, as quantizers leave recurrent
+// layers): the layer runs on the dequantized weights in float32, and the reference uses them too.
+TEST(Recurrent, Int8WeightsBehindDequantizeLinear) {
+  Config c;
+  c.op = "LSTM";
+  c.direction = "bidirectional";
+  c.lens = c.h0 = c.c0 = true;
+  std::mt19937 rng(12);
+  Inputs in = make_inputs(c, rng);
+  const float scale = 1.0f / 127;
+  auto quantize = [&](Tensor& w, Tensor& q) {
+    q = Tensor(DType::Int8, w.shape);
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const int v = static_cast<int>(std::lround(std::max(-1.0f, std::min(1.0f, w.data<float>()[i])) / scale));
+      q.data<int8_t>()[i] = static_cast<int8_t>(v);
+      w.data<float>()[i] = static_cast<float>(v) * scale;  // what the model computes with
+    }
+  };
+  Tensor wq, rq;
+  quantize(in.W, wq);
+  quantize(in.R, rq);
+  ModelBuilder m(14);
+  m.input("X", DType::Float32, in.X.shape).input("lens", DType::Int32, {c.B});
+  m.input("h0", DType::Float32, in.h0.shape).input("c0", DType::Float32, in.c0.shape);
+  m.output("Y").output("Yh").output("Yc");
+  Tensor sc(DType::Float32, {});
+  sc.data<float>()[0] = scale;
+  m.initializer("Wq", wq).initializer("Rq", rq).initializer("scale", sc).initializer("B", in.Bias);
+  m.node("DequantizeLinear", {"Wq", "scale"}, {"W"});
+  m.node("DequantizeLinear", {"Rq", "scale"}, {"R"});
+  auto& n = m.node("LSTM", {"X", "W", "R", "B", "lens", "h0", "c0"}, {"Y", "Yh", "Yc"});
+  attr_i(n, "hidden_size", c.H);
+  attr_s(n, "direction", c.direction);
+  const Outputs want = reference(c, in);
+  auto got = open_session(m).run({{"X", in.X}, {"lens", in.lens}, {"h0", in.h0}, {"c0", in.c0}});
+  EXPECT_LE(rel_error(got.at("Y"), want.Y), kTol);
+  EXPECT_LE(rel_error(got.at("Yc"), want.Yc), kTol);
+}
+
 TEST(Recurrent, Errors) {
   Config c;
   c.lens = true;
