@@ -2,7 +2,8 @@
 // input_*.pb, output_*.pb) through the public API and compares outputs (rtol 1e-3, atol 1e-5).
 //
 // Each test runs in a forked child so that a crash or hang in one test is a failure of that test,
-// not of the run. Prints a per-op summary of what is unsupported and, last,
+// not of the run. Prints every test that does not pass with its reason (-v: every test), a per-op
+// summary of what is unsupported and, last,
 // "conformance: N passed, N failed, N skipped". With --expect FILE, exits 1 when a test listed
 // there does not pass.
 #include <dirent.h>
@@ -254,7 +255,8 @@ int main(int argc, char** argv) {
         if (!any) unsupported["(other: types or attributes)"]++;
       }
       if (r.outcome != Outcome::Pass && expected.count(name)) regressions.push_back(name + ": " + r.detail);
-      if (verbose || r.outcome == Outcome::Fail)
+      // Every test that does not pass is listed with its reason; -v lists the passes too.
+      if (verbose || r.outcome != Outcome::Pass)
         std::cout << tag << " " << name << (r.detail.empty() ? "" : ": " + r.detail.substr(0, 300)) << "\n";
     }
   }
