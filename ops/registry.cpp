@@ -24,6 +24,7 @@ void add_dynamic_ops(std::vector<OpDef>& t);
 void add_control_ops(std::vector<OpDef>& t);
 void add_rnn_ops(std::vector<OpDef>& t);
 void add_sequence_ops(std::vector<OpDef>& t);
+void add_text_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -47,6 +48,7 @@ const std::vector<OpDef>& table() {
     add_control_ops(t);
     add_rnn_ops(t);
     add_sequence_ops(t);
+    add_text_ops(t);
     return t;
   }();
   return rows;
