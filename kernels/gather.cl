@@ -7,14 +7,15 @@
 //
 // The data is viewed as [outer, axis_dim, inner] and the output as [outer, nidx, inner].
 // Indices come from a device buffer, so they may be computed at run time; a negative index counts
-// from the end. An index out of range cannot raise an error here, so it reads as zero rather than
-// reading out of bounds.
+// from the end. An index out of range sets the node's error flag `err` (the run then fails naming
+// the node) and reads as zero rather than out of bounds. Constant indices are checked when the
+// plan is made; their launches get a buffer for `err` that is never written.
 #ifndef IDX
 #define IDX long
 #endif
 
 __kernel void gather_axis(__global const E* data, __global const TI* idx, __global E* out,
-                          long inner, long nidx, long axis_dim, long n) {
+                          long inner, long nidx, long axis_dim, long n, __global int* err) {
   IDX i = (IDX)get_global_id(0);
   if (i >= (IDX)n) return;
   IDX k = i % (IDX)inner;
@@ -23,15 +24,19 @@ __kernel void gather_axis(__global const E* data, __global const TI* idx, __glob
   IDX o = t / (IDX)nidx;
   long ix = (long)idx[j];
   if (ix < 0) ix += axis_dim;
-  out[i] = (ix >= 0 && ix < axis_dim) ? data[(o * (IDX)axis_dim + (IDX)ix) * (IDX)inner + k]
-                                      : (E)0;
+  if (ix < 0 || ix >= axis_dim) {
+    atomic_or(err, 1);
+    out[i] = (E)0;
+    return;
+  }
+  out[i] = data[(o * (IDX)axis_dim + (IDX)ix) * (IDX)inner + k];
 }
 
 // GatherElements: out has the indices' shape; along `axis` the coordinate comes from the index
 // tensor. p holds ndim output dims, then ndim data strides.
 __kernel void gather_elements(__global const E* data, __global const TI* idx, __global E* out,
                               __global const long* p, int ndim, int axis, long axis_dim,
-                              long n) {
+                              long n, __global int* err) {
   long i = get_global_id(0);
   if (i >= n) return;
   long r = i, src = 0;
@@ -42,6 +47,7 @@ __kernel void gather_elements(__global const E* data, __global const TI* idx, __
       c = (long)idx[i];
       if (c < 0) c += axis_dim;
       if (c < 0 || c >= axis_dim) {
+        atomic_or(err, 1);
         out[i] = (E)0;
         return;
       }
@@ -56,7 +62,7 @@ __kernel void gather_elements(__global const E* data, __global const TI* idx, __
 // p holds the `depth` indexed dims, then their strides (in elements of the per-batch data).
 __kernel void gather_nd(__global const E* data, __global const TI* idx, __global E* out,
                         __global const long* p, int depth, long slice, long nsel,
-                        long batch_stride, long n) {
+                        long batch_stride, long n, __global int* err) {
   long i = get_global_id(0);
   if (i >= n) return;
   long k = i % slice;
@@ -67,6 +73,7 @@ __kernel void gather_nd(__global const E* data, __global const TI* idx, __global
     long c = (long)idx[s * depth + d];
     if (c < 0) c += p[d];
     if (c < 0 || c >= p[d]) {
+      atomic_or(err, 1);
       out[i] = (E)0;
       return;
     }

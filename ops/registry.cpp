@@ -25,6 +25,7 @@ void add_control_ops(std::vector<OpDef>& t);
 void add_rnn_ops(std::vector<OpDef>& t);
 void add_sequence_ops(std::vector<OpDef>& t);
 void add_text_ops(std::vector<OpDef>& t);
+void add_loss_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -49,6 +50,7 @@ const std::vector<OpDef>& table() {
     add_rnn_ops(t);
     add_sequence_ops(t);
     add_text_ops(t);
+    add_loss_ops(t);
     return t;
   }();
   return rows;

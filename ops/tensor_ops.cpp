@@ -458,6 +458,14 @@ void check_const_indices(const OpContext& ctx, int64_t dim) {
   for (int64_t i = 0; i < idx.numel(); ++i) host_index(ctx, host_get_i(idx, i), dim);
 }
 
+// The error flag of a gather whose indices are computed at run time ("an index of OP is out of
+// range ..."); constant indices were checked at plan time, and their launches get a buffer that the
+// kernel never writes.
+cl_mem index_error_flag(BuildContext& ctx, const std::string& range) {
+  if (ctx.is_const(1)) return ctx.out_buf(0);
+  return ctx.error_flag("an index of " + ctx.node().op_type + " is out of range for " + range);
+}
+
 void gather_build(BuildContext& ctx) {
   const GatherDims g = gather_dims(ctx);
   const int64_t n = numel(ctx.out_shape(0));
@@ -469,7 +477,8 @@ void gather_build(BuildContext& ctx) {
              word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1) +
                  index_option({n, numel(ctx.in_shape(0))}),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
-             ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n);
+             ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n,
+             index_error_flag(ctx, "an axis of " + std::to_string(g.axis_dim) + " (data " + shape_to_string(ctx.in_shape(0)) + ")"));
 }
 
 // ---- GatherElements ------------------------------------------------------------------------
@@ -519,7 +528,8 @@ void gather_elements_build(BuildContext& ctx) {
              word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
-             static_cast<int32_t>(r), static_cast<int32_t>(axis), d[axis], n);
+             static_cast<int32_t>(r), static_cast<int32_t>(axis), d[axis], n,
+             index_error_flag(ctx, "axis " + std::to_string(axis) + " of data " + shape_to_string(d)));
 }
 
 // ---- GatherND ------------------------------------------------------------------------------
@@ -596,7 +606,8 @@ void gather_nd_build(BuildContext& ctx) {
   ctx.launch("gather", "gather_nd", word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
              ctx.out_buf(0), ctx.params(p.data(), p.size() * sizeof(int64_t)),
-             static_cast<int32_t>(g.depth), g.slice, g.nsel, g.batch_stride, n);
+             static_cast<int32_t>(g.depth), g.slice, g.nsel, g.batch_stride, n,
+             index_error_flag(ctx, "data " + shape_to_string(ctx.in_shape(0))));
 }
 
 // ---- Pad -----------------------------------------------------------------------------------

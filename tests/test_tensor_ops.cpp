@@ -319,6 +319,41 @@ TEST(TensorOps, GatherElementsAndGatherNd) {
 }
 
 // constant_value fed at run time is read from its device buffer.
+// Indices computed at run time that fall outside the data: the run fails naming the node (never a
+// silent zero or an out-of-bounds read); the same values as constants fail when the plan is made.
+TEST(TensorOps, RuntimeIndicesOutOfRangeFail) {
+  std::mt19937 rng(21);
+  const Shape s{3, 5};
+  const Tensor x = iota_tensor(s, rng);
+  struct Op {
+    const char* op;
+    Shape idx_shape;
+    std::vector<int64_t> idx;
+  };
+  for (const Op& o : {Op{"Gather", {2}, {1, 5}}, Op{"Gather", {2}, {-6, 0}}, Op{"GatherElements", {3, 1}, {0, 7, 1}},
+                      Op{"GatherND", {1, 2}, {2, 5}}}) {
+    SCOPED_TRACE(o.op);
+    Tensor idx = ints(o.idx, DType::Int64);
+    idx.shape = o.idx_shape;
+    ModelBuilder m;
+    m.input("x", DType::Float32, s).input("i", DType::Int64, o.idx_shape).output("y");
+    auto& n = m.node(o.op, {"x", "i"}, {"y"});
+    if (std::string(o.op) != "GatherND") attr_i(n, "axis", std::string(o.op) == "GatherElements" ? 1 : 1);
+    try {
+      run_model(m, {{"x", x}, {"i", idx}});
+      ADD_FAILURE() << "no error";
+    } catch (const ocl_infer::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(o.op), std::string::npos) << e.what();
+    }
+    ModelBuilder c;
+    c.input("x", DType::Float32, s).initializer("i", idx).output("y");
+    auto& cn = c.node(o.op, {"x", "i"}, {"y"});
+    if (std::string(o.op) != "GatherND") attr_i(cn, "axis", 1);
+    EXPECT_THROW(run_model(c, {{"x", x}}), ocl_infer::ModelError);
+  }
+}
+
 TEST(TensorOps, PadWithRuntimeConstantValue) {
   std::mt19937 rng(22);
   Tensor x(DType::Int32, {3, 4});
