@@ -26,6 +26,7 @@ void add_rnn_ops(std::vector<OpDef>& t);
 void add_sequence_ops(std::vector<OpDef>& t);
 void add_text_ops(std::vector<OpDef>& t);
 void add_loss_ops(std::vector<OpDef>& t);
+void add_audio_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -51,6 +52,7 @@ const std::vector<OpDef>& table() {
     add_sequence_ops(t);
     add_text_ops(t);
     add_loss_ops(t);
+    add_audio_ops(t);
     return t;
   }();
   return rows;
