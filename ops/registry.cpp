@@ -27,6 +27,7 @@ void add_sequence_ops(std::vector<OpDef>& t);
 void add_text_ops(std::vector<OpDef>& t);
 void add_loss_ops(std::vector<OpDef>& t);
 void add_audio_ops(std::vector<OpDef>& t);
+void add_linalg_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -53,6 +54,7 @@ const std::vector<OpDef>& table() {
     add_text_ops(t);
     add_loss_ops(t);
     add_audio_ops(t);
+    add_linalg_ops(t);
     return t;
   }();
   return rows;
