@@ -28,6 +28,7 @@ void add_text_ops(std::vector<OpDef>& t);
 void add_loss_ops(std::vector<OpDef>& t);
 void add_audio_ops(std::vector<OpDef>& t);
 void add_linalg_ops(std::vector<OpDef>& t);
+void add_random_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -55,6 +56,7 @@ const std::vector<OpDef>& table() {
     add_loss_ops(t);
     add_audio_ops(t);
     add_linalg_ops(t);
+    add_random_ops(t);
     return t;
   }();
   return rows;
