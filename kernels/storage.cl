@@ -77,13 +77,23 @@ HALF_VECTOR_CONVERSIONS(4)
 HALF_VECTOR_CONVERSIONS(8)
 HALF_VECTOR_CONVERSIONS(16)
 
+// bfloat16 (Cast only): the upper 16 bits of a float32; stores round to nearest even, NaN stays NaN.
+#define STORE_TYPE_BF16 ushort
+inline ushort float_to_bf16_bits(float f) {
+  const uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
 #define LD_F32(p, i) ((p)[i])
 #define LD_F16(p, i) half_bits_to_float(((const __global ushort*)(p))[i])
+#define LD_BF16(p, i) as_float((uint)(((const __global ushort*)(p))[i]) << 16)
 #define LD_(s, p, i) LD_##s(p, i)
 #define LD(s, p, i) LD_(s, p, i)
 
 #define ST_F32(p, i, v) ((p)[i] = (v))
 #define ST_F16(p, i, v) (((__global ushort*)(p))[i] = float_to_half_bits(v))
+#define ST_BF16(p, i, v) (((__global ushort*)(p))[i] = float_to_bf16_bits(v))
 #define ST_(s, p, i, v) ST_##s(p, i, v)
 #define ST(s, p, i, v) ST_(s, p, i, v)
 

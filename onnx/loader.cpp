@@ -46,7 +46,7 @@ bool known_dtype(int t) {
   switch (static_cast<DType>(t)) {
     case DType::Float32: case DType::UInt8: case DType::Int8: case DType::UInt16:
     case DType::Int16: case DType::Int32: case DType::Int64: case DType::Bool:
-    case DType::Float16: case DType::Float64: case DType::UInt32: case DType::UInt64:
+    case DType::Float16: case DType::Float64: case DType::UInt32: case DType::UInt64: case DType::BFloat16:
       return true;
     default:
       return false;
@@ -203,7 +203,7 @@ Tensor convert_tensor(const onnx::TensorProto& tp, const std::string& model_dir,
     case DType::Int32: check(tp.int32_data_size()); copy_field<int32_t>(tp.int32_data(), t); break;
     case DType::Int16: check(tp.int32_data_size()); copy_field<int16_t>(tp.int32_data(), t); break;
     case DType::UInt16: check(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
-    case DType::Float16: check(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
+    case DType::Float16: case DType::BFloat16: check(tp.int32_data_size()); copy_field<uint16_t>(tp.int32_data(), t); break;
     case DType::Int8: check(tp.int32_data_size()); copy_field<int8_t>(tp.int32_data(), t); break;
     case DType::UInt8: case DType::Bool:
       check(tp.int32_data_size());

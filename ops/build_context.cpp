@@ -147,6 +147,7 @@ const char* cl_type(DType t) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Float16: return "half";  // storage only: kernels/storage.cl converts
+    case DType::BFloat16: return "ushort";  // storage only: kernels/storage.cl's BF16
     case DType::Int8: return "char";
     case DType::UInt8: return "uchar";
     case DType::Int16: return "short";

@@ -31,6 +31,7 @@ std::string type_defines(const std::vector<std::pair<std::string, DType>>& names
     s += " -D" + n + "=" + cl_type(t);
     // Half storage: loaded and stored through kernels/storage.cl, computed in float.
     if (t == DType::Float16) s += " -DS" + n.substr(1) + "=F16 -DC" + n.substr(1) + "=float";
+    if (t == DType::BFloat16) s += " -DS" + n.substr(1) + "=BF16 -DC" + n.substr(1) + "=float";
     fp64 |= t == DType::Float64;
   }
   if (fp64) s += " -DUSE_FP64";

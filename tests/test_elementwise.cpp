@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "tests/model_builder.hpp"
@@ -224,3 +225,59 @@ TEST(Elementwise, PowWithConstantExponent) {
 }
 
 }  // namespace
+
+// bfloat16 through Cast on the device and folded on the host: float32 -> bfloat16 rounds to
+// nearest even (ties at half an ulp go to the even neighbour), keeps infinities and NaN, and
+// bfloat16 -> float32 is exact; any other op on a bfloat16 tensor is refused.
+namespace {
+
+uint16_t bf16_reference(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  const uint32_t lower = x & 0xffffu, upper = x >> 16;
+  // Round half to even, written out as the three cases.
+  if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u))) return static_cast<uint16_t>(upper + 1);
+  return static_cast<uint16_t>(upper);
+}
+
+}  // namespace
+
+TEST(Elementwise, BFloat16Casts) {
+  std::vector<float> v{0.0f, -0.0f, 1.0f, 1.00390625f /* tie, even: down */, 1.01171875f /* tie, odd: up */,
+                       3.14159265f, -2.7182818f, 1e-40f, 3.3e38f, INFINITY, -INFINITY, NAN, 65504.0f, 1e-3f};
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> d(-1000, 1000);
+  for (int i = 0; i < 200; ++i) v.push_back(d(rng));
+  const int64_t n = static_cast<int64_t>(v.size());
+  Tensor x(DType::Float32, {n});
+  std::copy(v.begin(), v.end(), x.data<float>());
+  for (bool folded : {false, true}) {
+    ModelBuilder m(13);
+    if (folded) m.initializer("x", x);
+    else m.input("x", DType::Float32, {n});
+    m.output("bf").output("back");
+    attr_i(m.node("Cast", {"x"}, {"bf"}), "to", static_cast<int>(DType::BFloat16));
+    attr_i(m.node("Cast", {"bf"}, {"back"}), "to", static_cast<int>(DType::Float32));
+    ocl_infer::SessionOptions opt;  // not run_model: fp16 mode would cast x itself first
+    const std::string bytes = m.bytes();
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), opt);
+    auto out = folded ? s.run({}) : s.run({{"x", x}});
+    ASSERT_EQ(out.at("bf").dtype, DType::BFloat16);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = bf16_reference(v[i]);
+      EXPECT_EQ(out.at("bf").data<uint16_t>()[i], want) << "element " << i << " = " << v[i] << (folded ? " (folded)" : "");
+      const uint32_t bits = static_cast<uint32_t>(want) << 16;
+      float back;
+      std::memcpy(&back, &bits, 4);
+      if (std::isnan(back)) EXPECT_TRUE(std::isnan(out.at("back").data<float>()[i]));
+      else EXPECT_EQ(out.at("back").data<float>()[i], back) << "element " << i;
+    }
+  }
+  ModelBuilder bad(13);
+  bad.input("x", DType::Float32, {n}).output("y");
+  attr_i(bad.node("Cast", {"x"}, {"bf"}), "to", static_cast<int>(DType::BFloat16));
+  bad.node("Add", {"bf", "bf"}, {"y"});
+  const std::string bytes = bad.bytes();
+  EXPECT_THROW(ocl_infer::Session::from_memory(bytes.data(), bytes.size()).run({{"x", x}}), ocl_infer::UnsupportedError);
+}

@@ -510,8 +510,10 @@ TEST(Recurrent, Int8WeightsBehindDequantizeLinear) {
   attr_s(n, "direction", c.direction);
   const Outputs want = reference(c, in);
   auto got = open_session(m).run({{"X", in.X}, {"lens", in.lens}, {"h0", in.h0}, {"c0", in.c0}});
-  EXPECT_LE(rel_error(got.at("Y"), want.Y), kTol);
-  EXPECT_LE(rel_error(got.at("Yc"), want.Yc), kTol);
+  // fp16 storage also rounds the dequantized weights (multiples of 1/127) to float16.
+  const double tol = fp16_mode() ? 2e-3 : kTol;
+  EXPECT_LE(rel_error(got.at("Y"), want.Y), tol);
+  EXPECT_LE(rel_error(got.at("Yc"), want.Yc), tol);
 }
 
 TEST(Recurrent, Errors) {

@@ -76,6 +76,9 @@ enum class DType : int32_t {
   Float64 = 11,
   UInt32 = 12,
   UInt64 = 13,
+  // Stored as the upper 16 bits of a float32; only Cast and CastLike (and moving it unchanged)
+  // take it on the device.
+  BFloat16 = 16,
 };
 
 // Bytes per element; 0 for Undefined and String.

@@ -274,6 +274,11 @@ void resolve(CompiledGraph& p, const std::map<int, const Tensor*>& inputs, const
     }
     OpContext ctx(g, static_cast<int>(ni));
     def->infer_fn(ctx);
+    // bfloat16 reaches the device only through Cast/CastLike (and unchanged through Identity and
+    // views): other kernels would read its bits as another type.
+    if (n.op_type != "Cast" && n.op_type != "CastLike" && n.op_type != "Identity" && !def->traits.view)
+      for (int v : n.inputs)
+        if (v >= 0 && g.values[v].dtype == DType::BFloat16) ctx.unsupported("bfloat16 tensors (Cast and CastLike take them)");
     for (int k = 0; k < ctx.num_outputs(); ++k) {
       if (!ctx.has_output(k)) continue;
       const Value& o = ctx.out_value(k);

@@ -154,7 +154,7 @@ int64_t numel(const Shape& s) {
 }
 
 bool is_float(DType t) {
-  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16;
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
 
 bool is_integer(DType t) {

@@ -1,5 +1,7 @@
 #include "runtime/ir/host_math.hpp"
 
+#include <cstring>
+
 #include <cmath>
 
 namespace oi {
@@ -61,6 +63,12 @@ double host_get_f(const Tensor& t, int64_t i) {
     case DType::Float32: return t.data<float>()[i];
     case DType::Float64: return t.data<double>()[i];
     case DType::Float16: return half_to_float(t.data<uint16_t>()[i]);
+    case DType::BFloat16: {
+      const uint32_t bits = static_cast<uint32_t>(t.data<uint16_t>()[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    }
     default: return static_cast<double>(host_get_i(t, i));
   }
 }
@@ -84,6 +92,14 @@ void host_set_f(Tensor& t, int64_t i, double v) {
     case DType::Float32: t.data<float>()[i] = static_cast<float>(v); break;
     case DType::Float64: t.data<double>()[i] = v; break;
     case DType::Float16: t.data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+    case DType::BFloat16: {  // the upper half of the float32, rounded to nearest even; NaN stays NaN
+      const float f = static_cast<float>(v);
+      uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      if ((bits & 0x7fffffffu) > 0x7f800000u) t.data<uint16_t>()[i] = static_cast<uint16_t>((bits >> 16) | 0x40u);
+      else t.data<uint16_t>()[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+      break;
+    }
     case DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
     default: host_set_i(t, i, static_cast<int64_t>(v)); break;
   }

@@ -30,7 +30,7 @@ size_t dtype_size(DType t) {
   switch (t) {
     case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
     case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
-    case DType::Float16: case DType::Int16: case DType::UInt16: return 2;
+    case DType::Float16: case DType::Int16: case DType::UInt16: case DType::BFloat16: return 2;
     case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
     default: return 0;
   }
@@ -39,6 +39,7 @@ size_t dtype_size(DType t) {
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::Float32: return "float32";
+    case DType::BFloat16: return "bfloat16";
     case DType::UInt8: return "uint8";
     case DType::Int8: return "int8";
     case DType::UInt16: return "uint16";
