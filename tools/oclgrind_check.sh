@@ -11,7 +11,7 @@
 #      tensor ops; the full check also scatter, topk, sample, einsum and dynamic ops),
 #      or those named in $OCLGRIND_SUITES;
 #   4. the recurrent layers under each step variant (the quick check: the fused one) and, in the
-#      full check, the sequence ops.
+#      full check, the sequence, audio, linear-algebra, text, random and loss ops.
 # Kernels are built with -Drestrict= (oclgrind cannot run LLVM's noalias scopes) and without the
 # kernel cache. Any oclgrind report fails the run. (oclgrind 21.10's --uninitialized plugin stops
 # at LLVM's `freeze` instruction, "Unsupported instruction", and leaves the kernel's output
@@ -113,6 +113,16 @@ for v in $rnn_variants; do
   OCL_INFER_VARIANT=$v check "test_rnn-${v#rnn=}" "$build/tests/test_rnn" \
     --gtest_filter='Recurrent.ZeroLengths:Recurrent.OptionalOutputsAndInputs:Recurrent.DynamicLengthInOneSession:Recurrent.Errors:Recurrent.LstmPeep*'
 done
-[ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ] || check "test_sequence" "$build/tests/test_sequence"
+if [ "${OCL_INFER_OCLGRIND_QUICK:-0}" != 1 ]; then
+  check "test_sequence" "$build/tests/test_sequence"
+  # The audio, linear-algebra, text, random and loss kernels, and Gather's run-time index checks
+  # (a few seconds each).
+  check "test_audio" "$build/tests/test_audio" --gtest_filter='Dft.InverseRoundTrip:Audio.*:Windows.*:MelWeightMatrix.*'
+  check "test_linalg" "$build/tests/test_linalg"
+  check "test_text" "$build/tests/test_text"
+  check "test_random" "$build/tests/test_random" --gtest_filter='Random.SeedsAndRuns:Random.Errors'
+  check "test_losses" "$build/tests/test_losses" --gtest_filter='Losses.EveryTargetIgnored:Losses.Errors'
+  check "test_gather_indices" "$build/tests/test_tensor_ops" --gtest_filter='*OutOfRange*'
+fi
 echo "oclgrind_check: $fail failed, $(($(date +%s) - start)) s"
 [ $fail -eq 0 ]
