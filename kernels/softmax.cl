@@ -5,6 +5,7 @@
 //                                          -DCT=float (kernels/storage.cl): computed in float
 //   -DOP_SOFTMAX | -DOP_LOGSOFTMAX | -DOP_HARDMAX
 //   -DWG=n                                 work-group size of softmax_rows_wg
+//   -DEXP_ONCE                             softmax_generic: store each exp in y, then divide (float32/64)
 //   -DUSE_FP64                             T is double
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -43,10 +44,22 @@ __kernel void softmax_generic(__global const T* x, __global T* y, long n_out, lo
   CT m = -INFINITY;
   for (long k = 0; k < len; ++k) m = fmax(m, LD(S, xr, k * inner));
   CT s = 0;
+#ifdef EXP_ONCE
+  // y may be x (in place): x[k] is not read again once its exp is stored.
+  for (long k = 0; k < len; ++k) {
+    const CT e = exp(LD(S, xr, k * inner) - m);
+    ST(S, yr, k * inner, e);
+    s += e;
+  }
+  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, LD(S, yr, k * inner) / s);
+#else
   for (long k = 0; k < len; ++k) s += exp(LD(S, xr, k * inner) - m);
+#endif
 #ifdef OP_LOGSOFTMAX
   CT shift = m + log(s);
   for (long k = 0; k < len; ++k) ST(S, yr, k * inner, LD(S, xr, k * inner) - shift);
+#elif defined(EXP_ONCE)
+  // (done above)
 #else
   for (long k = 0; k < len; ++k) ST(S, yr, k * inner, exp(LD(S, xr, k * inner) - m) / s);
 #endif

@@ -391,7 +391,10 @@ void softmax_build(BuildContext& ctx) {
   const std::string opts = float_type_defines(ctx, ctx.input(0).dtype) + " -DOP_" + macro;
   const int64_t n_out = g.outer * g.inner;
   if (n_out == 0 || g.len == 0) return;
-  if (g.inner == 1 && g.len >= 32 && macro != "HARDMAX") {
+  // A row per work-group (with barriers between its reductions) pays on GPUs; on CPU devices a
+  // row per work-item is as fast or faster (PoCL, 2-core Xeon: 64-wide attention rows 225 -> 190
+  // us before EXP_ONCE), and most of a softmax's time there is exp().
+  if (g.inner == 1 && g.len >= 32 && macro != "HARDMAX" && !ctx.caps().cpu_shaped()) {
     std::string o;
     const size_t wg =
         pick_work_group(ctx, "softmax", "softmax_rows_wg", opts, row_work_group(g.len), &o);
@@ -400,7 +403,13 @@ void softmax_build(BuildContext& ctx) {
     return;
   }
   const size_t local = ctx.caps().linear_local();
-  ctx.launch("softmax", "softmax_generic", opts, {round_up(static_cast<size_t>(n_out), local)},
+  // Float32/64 storage: each exp() once, its value kept in the output until the sum is known (the
+  // same value as computing it again); float16 storage would round it in between.
+  const std::string generic = opts + (ctx.input(0).dtype != DType::Float16 && ctx.output(0).dtype != DType::Float16 &&
+                                              macro == "SOFTMAX"
+                                          ? " -DEXP_ONCE"
+                                          : "");
+  ctx.launch("softmax", "softmax_generic", generic, {round_up(static_cast<size_t>(n_out), local)},
              {local}, ctx.in_buf(0), ctx.out_buf(0), n_out, g.len, g.inner);
 }
 
