@@ -259,6 +259,50 @@ TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
   EXPECT_GE(compiled.size(), kernels.size()) << "one compiled kernel per launch of the job";
 }
 
+// A warm start on PoCL (every kernel in the ledger) hands the programs it compiled from source to
+// a background process, which stores their binaries in the cache folder; the next start loads
+// them as binaries, with the same results.
+TEST(CompileHelpers, WarmStartStoresBinariesInTheBackground) {
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  const ScopedEnv policy("OCL_INFER_STORE_BINARIES", "background");  // whatever the programs cost
+  const Model model(13, 9);
+  const std::string dir = make_temp_dir("helpers-store");
+  const auto said = [](const RunResult& r, const std::string& what) {
+    for (const auto& l : r.log)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  const RunResult cold = run(model, dir);
+  EXPECT_LT(reference::rel_error(cold.y, model.reference()), 1e-5);
+  EXPECT_FALSE(said(cold, "background process stores")) << "a cold start stores nothing";
+  const RunResult warm = run(model, dir);
+  ASSERT_TRUE(said(warm, "background process stores")) << "a warm start on PoCL with a cache folder";
+  EXPECT_EQ(warm.y.bytes, cold.y.bytes);
+  // The store runs detached: wait for its entries (and for its locks to go).
+  std::vector<std::string> bins, locks;
+  for (int i = 0; i < 1200; ++i) {
+    bins.clear(), locks.clear();
+    find_files(dir, ".bin", &bins);
+    find_files(dir, ".lock", &locks);
+    std::vector<std::string> jobs;
+    find_files(dir, "", &jobs);
+    bool job_left = false;
+    for (const auto& f : jobs)  // store-PID-XXXXXX, not the policy file store-binaries-*.txt
+      job_left |= f.find("/store-") != std::string::npos && f.find("/store-binaries-") == std::string::npos;
+    if (!bins.empty() && locks.empty() && !job_left) break;
+    usleep(100000);
+  }
+  ASSERT_FALSE(bins.empty()) << "no binary stored within 120 s";
+  const RunResult binary = run(model, dir);
+  EXPECT_TRUE(said(binary, "loaded from the cache"));
+  EXPECT_EQ(binary.y.bytes, cold.y.bytes);
+  // With the store turned off, a warm start hands nothing over.
+  const ScopedEnv off("OCL_INFER_STORE_BINARIES", "0");
+  const std::string other = make_temp_dir("helpers-store-off");
+  run(model, other);
+  EXPECT_FALSE(said(run(model, other), "background process stores"));
+}
+
 // Jobs a helper cannot trust: unreadable, damaged, for other kernel sources or another device.
 TEST(CompileHelpers, HelperRefusesForeignOrDamagedJobs) {
   const std::string dir = make_temp_dir("helpers-bad");
@@ -291,6 +335,15 @@ TEST(CompileHelpers, HelperRefusesForeignOrDamagedJobs) {
   EXPECT_EQ(helper_on(good), 0) << "no launch: nothing to do";
   EXPECT_EQ(helper_on(good + "launch\tx\n"), 2);
   EXPECT_EQ(helper_on(good + "launch\tconv\tconv_f32_packed\t-DOCB=16\nbogus\t1\nend\n"), 2);
+  // Binary-store jobs: damaged, or for another device.
+  const std::string store = "ocl-infer binary-store job 1\n";
+  EXPECT_EQ(helper_on(store), 2);
+  EXPECT_EQ(helper_on(store + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t0000000000000000\t" + dir +
+                      "\n"),
+            3);
+  EXPECT_EQ(helper_on(store + "sources\t" + oi::kernel_sources_hash() + "\ndevice\t0\t" + key + "\t" + dir +
+                      "\nprogram\tx\t999\t0\t" + dir + "/x.bin\nshort"),
+            2);
   // A launch of a kernel that does not exist: skipped, not fatal.
   EXPECT_EQ(helper_on(good + "launch\tnosuchfile\tk\t\nbundle\t0\nglobal\t1\t1\nlocal\t0\nend\n"), 0);
 }

@@ -63,6 +63,9 @@ MIB = 1024.0 * 1024.0
 # purpose: it catches a broken graph (a latency of a wrong answer means nothing), not rounding;
 # resnet50's float32 rounding alone reaches 1e-4 of its largest logit.
 OUTPUT_TOLERANCE = 1e-3
+# float16 storage (float32 arithmetic) against onnxruntime's float32: the same broken-graph check,
+# with room for fp16 rounding of every stored activation.
+FP16_TOLERANCE = 2e-2
 # A quantized (QDQ) model's outputs lie on a grid: ocl-infer's integer kernels match onnxruntime's
 # fused ones, but the unfused graph (-O0: DequantizeLinear, float op, QuantizeLinear) rounds
 # differently and lands a few steps away. Allowed: this many output steps.
@@ -118,6 +121,13 @@ def run_cli(binary: str, args: list, timeout: float, env: dict = None, parse: bo
         raise CliError(f"no JSON on stdout: {text.strip()[:200]!r}")
 
 
+def time_cli_process(binary: str, args: list, timeout: float, env: dict = None) -> float:
+    """Wall-clock ms of one whole ocl-infer process (start to exit), which must succeed."""
+    start = time.perf_counter()
+    run_cli(binary, args, timeout, env, parse=False)
+    return (time.perf_counter() - start) * 1000.0
+
+
 def attempt(function, *args, **kwargs) -> dict:
     """Calls function; returns {"result": ...} or {"error": message}."""
     try:
@@ -148,6 +158,26 @@ def physical_cores() -> int:
     return len(cores) or os.cpu_count() or 1
 
 
+def cpu_name() -> str:
+    """The host CPU's model name (the device behind PoCL), with its microarchitecture where the
+    kernel names it in the flags (avx512 or not)."""
+    name = platform.processor() or "unknown CPU"
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and name in ("unknown CPU", "", platform.machine()):
+                    name = value.strip()
+                elif key.strip() == "flags":
+                    flags = value
+                    break
+    except OSError:
+        pass
+    name = re.sub(r"\s+", " ", name)
+    return name + (" (AVX-512)" if "avx512f" in flags.split() else " (AVX2)" if "avx2" in flags.split() else "")
+
+
 def resolve_model(spec: str, models_dir: str) -> tuple:
     """Returns (name, path) for a model name in models_dir or a path to an .onnx file."""
     if spec.endswith(".onnx") or os.sep in spec:
@@ -163,18 +193,29 @@ def find_input(path: str) -> str:
     return None
 
 
+def ort_session(path: str, ort_threads: int):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if ort_threads:
+        options.intra_op_num_threads = ort_threads
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def int8_companion(path: str) -> str:
+    """The quantized (QDQ) version of a float model, as models/export_quantized.py writes it
+    (int8/NAME.qdq.onnx beside NAME.onnx), or None."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    candidate = os.path.join(os.path.dirname(path), "int8", stem + ".qdq.onnx")
+    return candidate if os.path.exists(candidate) else None
+
+
 class Model:
     """One model under test: its onnxruntime session and the input both runtimes get."""
 
     def __init__(self, name: str, path: str, ort_threads: int, tmp_dir: str):
-        import onnxruntime
-
-        self.name, self.path = name, path
-        options = onnxruntime.SessionOptions()
-        if ort_threads:
-            options.intra_op_num_threads = ort_threads
-        self.session = onnxruntime.InferenceSession(path, options,
-                                                    providers=["CPUExecutionProvider"])
+        self.name, self.path, self.ort_threads = name, path, ort_threads
+        self.session = ort_session(path, ort_threads)
         # Inputs: NAME.input.<input>.npy for each model input (multi-input models), else
         # NAME.input.npy / NAME.dog.input.npy for the first, else seeded N(0,1) data.
         self.feeds, self.input_paths = {}, {}
@@ -198,6 +239,14 @@ class Model:
         """onnxruntime's outputs for the benchmark input, by output name."""
         names = [o.name for o in self.session.get_outputs()]
         return dict(zip(names, self.session.run(None, self.feeds)))
+
+    def time_ort_process(self) -> float:
+        """ms for what a process that runs the model once pays in onnxruntime: a new
+        InferenceSession (load, optimize, weight prepacking) and its first run."""
+        start = time.perf_counter()
+        session = ort_session(self.path, self.ort_threads)
+        session.run(None, self.feeds)
+        return (time.perf_counter() - start) * 1000.0
 
     def time_ort(self, iterations: int, warmup: int) -> list:
         feeds = self.feeds
@@ -227,6 +276,14 @@ def measure(args, models: list, tmp_dir: str) -> list:
             # Without a session there is no input to share; ocl-infer then uses random data.
             entry["cli_input"] = [a for n, f in model.input_paths.items() for a in ("--input", f"{n}={f}")] \
                 if model else []
+            quantized = int8_companion(path) if args.int8 else None
+            if quantized:
+                loaded = attempt(Model, name + ".qdq", quantized, args.ort_threads, tmp_dir)
+                entry["int8_path"] = quantized
+                entry["int8_handle"] = loaded.get("result")
+                entry["int8_ort_error"] = loaded.get("error")
+                entry["int8_cli_input"] = [a for n, f in entry["int8_handle"].input_paths.items()
+                                           for a in ("--input", f"{n}={f}")] if entry["int8_handle"] else []
         results.append(entry)
 
     if args.tune:
@@ -243,27 +300,47 @@ def measure(args, models: list, tmp_dir: str) -> list:
     bench = ["--bench", "--iterations", str(args.iterations), "--warmup", str(args.warmup),
              "--json", "--tuning-cache", "off"]
     tuned_bench = bench[:-1] + [tuning_cache]
+    out_dir = os.path.join(tmp_dir, "process-outputs")
     for round_index in range(args.rounds):
         for entry in results:
             if "error" in entry:
                 continue
-            model = entry["handle"]
+            model, int8_model = entry["handle"], entry.get("int8_handle")
+
+            def cli(cli_args):
+                return lambda: run_cli(args.ocl_infer, cli_args, args.timeout)
+
+            def ort_latency(m, error):
+                if m is None:
+                    return lambda: (_ for _ in ()).throw(RuntimeError(error))
+                return lambda: m.time_ort(args.iterations, args.warmup)
+
+            plain = [entry["path"]] + entry["cli_input"]
             configurations = [
-                ("ort", None),
-                ("ocl", [entry["path"]] + entry["cli_input"] + bench),
-                ("ocl_O0", [entry["path"]] + entry["cli_input"] + bench + ["-O0"]),
-            ] + ([("ocl_tuned", [entry["path"]] + entry["cli_input"] + tuned_bench)] if args.tune else []) \
-              + ([("ocl_cold_workers", [entry["path"]] + entry["cli_input"] + bench + ["--keep-warm", "0"])]
-                 if args.keep_warm_off else [])
+                ("ort", ort_latency(model, entry.get("ort_error"))),
+                ("ocl", cli(plain + bench)),
+                ("ocl_O0", cli(plain + bench + ["-O0"])),
+            ]
+            if args.tune:
+                configurations.append(("ocl_tuned", cli(plain + tuned_bench)))
+            if args.keep_warm_off:
+                configurations.append(("ocl_cold_workers", cli(plain + bench + ["--keep-warm", "0"])))
+            if args.fp16:
+                configurations.append(("ocl_fp16", cli(plain + bench + ["--precision", "fp16"])))
+            if "int8_path" in entry:
+                configurations.append(("ort_int8", ort_latency(int8_model, entry["int8_ort_error"])))
+                configurations.append(("ocl_int8", cli([entry["int8_path"]] + entry["int8_cli_input"] + bench)))
+            if args.process:
+                # One whole process as a user runs it (reads the inputs, writes the outputs); against
+                # it, onnxruntime's new session and first run (no Python start-up or import).
+                configurations.append(("ocl_process", lambda: [time_cli_process(
+                    args.ocl_infer, plain + ["--output-dir", out_dir], args.timeout)]))
+                if model is not None:
+                    configurations.append(("ort_process", lambda: [model.time_ort_process()]))
             shift = round_index % len(configurations)
             record = {}
-            for key, cli_args in configurations[shift:] + configurations[:shift]:
-                if cli_args is not None:
-                    record[key] = attempt(run_cli, args.ocl_infer, cli_args, args.timeout)
-                elif model is not None:
-                    record[key] = attempt(model.time_ort, args.iterations, args.warmup)
-                else:
-                    record[key] = {"error": entry["ort_error"]}
+            for key, function in configurations[shift:] + configurations[:shift]:
+                record[key] = attempt(function)
             entry["rounds"].append(record)
             print(f"round {round_index + 1}/{args.rounds} {entry['model']}: "
                   + ", ".join(f"{k} {short_latency(v)}" for k, v in record.items()),
@@ -287,6 +364,13 @@ def measure(args, models: list, tmp_dir: str) -> list:
             entry["plan"]["result"].pop("tensors", None)
         for key, flags in (("check", []), ("check_O0", ["-O0"])):
             entry[key] = attempt(check_output, args, entry, tmp_dir, flags)
+        if args.fp16:
+            entry["check_fp16"] = attempt(check_output, args, entry, tmp_dir, ["--precision", "fp16"],
+                                          FP16_TOLERANCE)
+        if entry.get("int8_handle"):
+            companion = {"handle": entry["int8_handle"], "path": entry["int8_path"],
+                         "cli_input": entry["int8_cli_input"], "quantized": True}
+            entry["check_int8"] = attempt(check_output, args, companion, tmp_dir, [])
         once = [path] + entry["cli_input"] + ["--bench", "--iterations", "1", "--warmup", "0",
                                                "--json"]
         entry["cold"] = cold_start(args, once, tmp_dir)
@@ -295,10 +379,12 @@ def measure(args, models: list, tmp_dir: str) -> list:
         print(f"{entry['model']}: graph, plan and start-up measured", file=sys.stderr, flush=True)
     for entry in results:
         entry.pop("handle", None)
+        entry.pop("int8_handle", None)
     return results
 
 
-def check_output(args, entry: dict, tmp_dir: str, flags: list) -> dict:
+def check_output(args, entry: dict, tmp_dir: str, flags: list,
+                 relative_tolerance: float = None) -> dict:
     """Runs ocl-infer once on the benchmark input and compares every output with onnxruntime's."""
     model = entry["handle"]
     if model is None:
@@ -319,7 +405,7 @@ def check_output(args, entry: dict, tmp_dir: str, flags: list) -> dict:
             diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
             error = max(error, float(np.nan_to_num(diff, nan=np.inf).max()))
             scale = max(scale, float(np.abs(expected).max()))
-        tolerance = OUTPUT_TOLERANCE * max(1.0, scale)
+        tolerance = (relative_tolerance or OUTPUT_TOLERANCE) * max(1.0, scale)
         if entry.get("quantized"):
             tolerance = max(tolerance, QUANTIZED_STEPS * quantization_step(model.reference()))
         return {"max_abs_error": error, "max_abs_output": scale, "ok": error <= tolerance}
@@ -337,9 +423,13 @@ def cold_start(args, cli_args: list, tmp_dir: str, driver_cache: bool = False) -
         env["POCL_CACHE_DIR"] = os.path.join(cache, "pocl")
         env["CUDA_CACHE_DISABLE"] = "1"
     try:
-        return attempt(run_cli, args.ocl_infer,
-                       cli_args + ["--cache-dir", os.path.join(cache, "ocl-infer")],
-                       args.timeout, env)
+        start = time.perf_counter()
+        outcome = attempt(run_cli, args.ocl_infer,
+                          cli_args + ["--cache-dir", os.path.join(cache, "ocl-infer")],
+                          args.timeout, env)
+        if "result" in outcome:
+            outcome["result"]["process_ms"] = (time.perf_counter() - start) * 1000.0
+        return outcome
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -374,17 +464,19 @@ def summarize(entry: dict) -> dict:
             return None, None
         return statistics.median(medians), min(minima)
 
-    def round_ratio(key: str):
-        """Median over rounds of (this round's `key` median / its onnxruntime median): the two ran
+    def round_ratio(key: str, base: str = "ort"):
+        """Median over rounds of (this round's `key` median / its `base` median): the two ran
         seconds apart, so a slow spell of a shared host weighs on both."""
+        def median_of(outcome):
+            value = outcome["result"]
+            return value["median_ms"] if isinstance(value, dict) else statistics.median(value)
+
         ratios = []
         for record in entry["rounds"]:
-            mine, ort = record.get(key, {}), record.get("ort", {})
-            if "result" not in mine or "result" not in ort or not ort["result"]:
+            mine, other = record.get(key, {}), record.get(base, {})
+            if "result" not in mine or "result" not in other or not other["result"]:
                 continue
-            mine_ms = mine["result"]["median_ms"] if isinstance(mine["result"], dict) \
-                else statistics.median(mine["result"])
-            ratios.append(mine_ms / statistics.median(ort["result"]))
+            ratios.append(median_of(mine) / median_of(other))
         return statistics.median(ratios) if ratios else None
 
     if "error" in entry:
@@ -400,6 +492,19 @@ def summarize(entry: dict) -> dict:
     s["tune_s"] = entry.get("tune_s")
     s["ocl_cold_workers_ms"], s["ocl_cold_workers_min_ms"] = latency("ocl_cold_workers") \
         if entry["rounds"] and "ocl_cold_workers" in entry["rounds"][0] else (None, None)
+    for key in ("ocl_fp16", "ort_int8", "ocl_int8", "ocl_process", "ort_process"):
+        s[key + "_ms"], s[key + "_min_ms"] = latency(key) \
+            if any(key in record for record in entry["rounds"]) else (None, None)
+    s["fp16_round_ratio"] = round_ratio("ocl_fp16", "ocl")
+    s["int8_round_ratio"] = round_ratio("ocl_int8", "ocl")
+    s["int8_ort_round_ratio"] = round_ratio("ocl_int8", "ort_int8")
+    s["process_round_ratio"] = round_ratio("ocl_process", "ort_process")
+    for key in ("check_fp16", "check_int8"):
+        outcome = entry.get(key, {})
+        s[key] = outcome.get("result", {}).get("max_abs_error")
+        s[key + "_ok"] = outcome.get("result", {}).get("ok")
+        if "error" in outcome:
+            s["errors"][key] = outcome["error"]
     for key in ("check", "check_O0"):
         outcome = entry[key]
         s[key] = outcome.get("result", {}).get("max_abs_error")
@@ -422,6 +527,10 @@ def summarize(entry: dict) -> dict:
         run = entry[key].get("result")
         s[key + "_plan_ms"] = run.get("plan_ms") if run else None
         s[key + "_first_ms"] = run.get("first_inference_ms") if run else None
+        s[key + "_process_ms"] = run.get("process_ms") if run else None
+    warm = entry["warm"].get("result") or {}
+    s["phases"] = {k: warm.get(k) for k in ("load_ms", "graph_ms", "lower_ms", "upload_ms",
+                                            "programs_ms", "plan_ms", "first_inference_ms")}
     return s
 
 
@@ -443,6 +552,72 @@ def cell_error(message: str, shown: set = None) -> str:
         shown.add(message)
     message = message.replace("|", "\\|").replace("\n", " ")
     return "**failed**: " + (message if len(message) <= 90 else message[:87] + "...")
+
+
+def gmean(values: list):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def render_glance(summaries: list, meta: dict) -> str:
+    """One table: steady-state latency, precisions and start-up against onnxruntime, with the
+    machine named (what the README shows, between its benchmark markers)."""
+    def pair(mine, theirs, r):
+        if mine is None:
+            return "–"
+        text = f"{mine:.1f} / {fmt(theirs)}"
+        return text + (f" ({r:.2f}×)" if r else "")
+
+    lines = [
+        f"Measured {meta['date']} on {meta['cpu']} ({meta['cpus']} CPUs), ocl-infer on "
+        f"{meta['device'] or 'unknown device'}, against onnxruntime {meta['ort_version']} "
+        f"(CPU provider, {meta['ort_threads']} intra-op threads), all in one run of "
+        f"`{meta['command']}`. Ratios are medians of per-round ratios (below 1: ocl-infer ahead).",
+        "",
+        "| model | steady state ms: ocl-infer / ORT | fp16 ÷ fp32 | int8 ÷ fp32 | int8: ocl-infer / ORT int8 ms "
+        "| warm process ms: ocl-infer / ORT session + first run | first run, empty caches s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for s in summaries:
+        if "model" in s["errors"]:
+            lines.append(f"| {s['model']} | {cell_error(s['errors']['model'])} |" + " |" * 5)
+            continue
+        steady = pair(s.get("ocl_ms"), s.get("ort_ms"), s.get("ocl_round_ratio"))
+        if s.get("ocl_ms") is None and "ocl" in s["errors"]:
+            steady = cell_error(s["errors"]["ocl"])
+        fp16 = fmt(s.get("fp16_round_ratio"), 2, "×")
+        int8 = fmt(s.get("int8_round_ratio"), 2, "×")
+        int8_ort = pair(s.get("ocl_int8_ms"), s.get("ort_int8_ms"), s.get("int8_ort_round_ratio"))
+        process = pair(s.get("ocl_process_ms"), s.get("ort_process_ms"), s.get("process_round_ratio"))
+        cold = s.get("cold_process_ms")
+        lines.append(f"| {s['model']} | {steady} | {fp16} | {int8} | {int8_ort} | {process} "
+                     f"| {fmt(cold / 1000.0 if cold else None, 2)} |")
+    means = []
+    for label, key in (("steady state", "ocl_round_ratio"), ("fp16/fp32", "fp16_round_ratio"),
+                       ("int8/fp32", "int8_round_ratio"), ("int8/ORT int8", "int8_ort_round_ratio"),
+                       ("warm process", "process_round_ratio")):
+        values = [s.get(key) for s in summaries if s.get(key)]
+        if values:
+            means.append(f"{label} {gmean(values):.2f}× ({len(values)} models)")
+    if means:
+        lines += ["", "Geometric means: " + "; ".join(means) + "."]
+    return "\n".join(lines) + "\n"
+
+
+README_BEGIN = "<!-- benchmark table: generated by tools/benchmark.py --readme; do not edit -->"
+README_END = "<!-- end of benchmark table -->"
+
+
+def update_readme(path: str, glance: str) -> None:
+    """Replaces the text between the README's benchmark markers with the table."""
+    with open(path) as f:
+        text = f.read()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        raise SystemExit(f"benchmark: {path} has no '{README_BEGIN}' ... '{README_END}' markers")
+    text = text[:begin + len(README_BEGIN)] + "\n" + glance + text[end:]
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def render(summaries: list, meta: dict) -> str:
@@ -630,9 +805,22 @@ def main() -> None:
                         help="also tune each model (ocl-infer tune) and measure the tuned runs")
     parser.add_argument("--keep-warm-off", action="store_true",
                         help="also measure each model with --keep-warm 0 (no idle-worker markers)")
+    parser.add_argument("--fp16", action="store_true",
+                        help="also measure --precision fp16 (and check its outputs)")
+    parser.add_argument("--int8", action="store_true",
+                        help="also measure the quantized version of each model (int8/NAME.qdq.onnx "
+                             "beside it, from models/export_quantized.py) in both runtimes")
+    parser.add_argument("--process", action="store_true",
+                        help="also time whole warm ocl-infer processes against a new onnxruntime "
+                             "session and its first run")
+    parser.add_argument("--all", action="store_true", help="--fp16 --int8 --process")
+    parser.add_argument("--readme", metavar="README.md",
+                        help="write the summary table between the benchmark markers of this file")
     parser.add_argument("--out", help="also write the table to this .md file and the raw "
                                       "measurements to the same name with .json")
     args = parser.parse_args()
+    if args.all:
+        args.fp16 = args.int8 = args.process = True
     if args.iterations < 1 or args.warmup < 0 or args.rounds < 1:
         parser.error("--iterations and --rounds must be at least 1, --warmup at least 0")
 
@@ -657,6 +845,8 @@ def main() -> None:
         "ort_version": onnxruntime.__version__,
         "ort_threads": args.ort_threads or f"default (0 = one per physical core, {cores})",
         "python": platform.python_version(),
+        "cpu": cpu_name(),
+        "command": " ".join(["tools/benchmark.py"] + [a for a in sys.argv[1:]]),
         "cpus": os.cpu_count(),
         "physical_cores": cores,
         "pocl_max_pthread_count": os.environ.get("POCL_MAX_PTHREAD_COUNT"),
@@ -673,8 +863,12 @@ def main() -> None:
     meta["device"] = next((r["result"]["device"] for e in results for rd in e["rounds"]
                            for r in [rd.get("ocl", {})] if "result" in r), None)
     summaries = [summarize(entry) for entry in results]
-    table = render(summaries, meta)
+    glance = render_glance(summaries, meta)
+    table = glance + "\n" + render(summaries, meta)
     print(table, end="", flush=True)
+    if args.readme:
+        update_readme(args.readme, glance)
+        print(f"benchmark: updated the table in {args.readme}", file=sys.stderr)
     if args.out:
         with open(args.out, "w") as f:
             f.write(table)

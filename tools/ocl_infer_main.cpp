@@ -691,6 +691,9 @@ int measure(ocl_infer::Session& s, Args& a) {
                 << ", \"min_ms\": " << v.front() << ", \"median_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9)
                 << ", \"max_ms\": " << v.back() << ", \"throughput_per_s\": " << throughput
                 << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms
+                << ", \"load_ms\": " << s.stats().load_ms << ", \"graph_ms\": " << s.stats().graph_ms
+                << ", \"lower_ms\": " << s.stats().lower_ms << ", \"upload_ms\": " << s.stats().upload_ms
+                << ", \"programs_ms\": " << s.stats().programs_ms << ", \"compile_ms\": " << s.stats().compile_ms
                 << ", \"keep_warm\": " << s.stats().keep_warm << "}\n";
     } else {
       char line[256];
@@ -811,8 +814,12 @@ int main(int argc, char** argv) {
                                                              : classify(s, a);
     if (a.verbose) {
       const auto st = s.stats();
-      std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (compile "
-                << st.compile_ms << " ms, " << st.programs_built << " programs built, "
+      char phases[256];
+      std::snprintf(phases, sizeof phases,
+                    "graph %.1f ms, lowering %.1f ms (weight upload %.1f ms), programs %.1f ms", st.graph_ms,
+                    st.lower_ms, st.upload_ms, st.programs_ms);
+      std::cerr << "ocl-infer: load " << st.load_ms << " ms, plan " << st.plan_ms << " ms (" << phases
+                << "; compile " << st.compile_ms << " ms, " << st.programs_built << " programs built, "
                 << st.programs_cached << " from cache; " << st.programs_bundled
                 << " kernel programs in a bundle), " << st.kernel_launches << " kernel launches\n";
     }

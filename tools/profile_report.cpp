@@ -172,7 +172,9 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
   for (auto& [op, us] : time_by_op_type(layers)) os << "  " << op << " " << num(100.0 * us / total, 1) << " %";
   os << "\n";
   os << "start-up: load " << num(s.startup.load_ms, 1) << " ms, plan " << num(s.startup.plan_ms, 1)
-     << " ms (kernel compilation " << num(s.startup.compile_ms, 1) << " ms: " << s.startup.programs_built
+     << " ms (graph " << num(s.startup.graph_ms, 1) << " ms, lowering " << num(s.startup.lower_ms, 1)
+     << " ms incl. weight upload " << num(s.startup.upload_ms, 1) << " ms, programs "
+     << num(s.startup.programs_ms, 1) << " ms; kernel compilation " << num(s.startup.compile_ms, 1) << " ms: " << s.startup.programs_built
      << " programs built, " << s.startup.programs_cached << " from cache), first inference "
      << num(s.first_inference_ms, 1) << " ms\n";
   return os.str();
@@ -185,7 +187,9 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
      << ",\n  \"iterations\": " << s.iterations << ",\n  \"warmup\": " << s.warmup
      << ",\n  \"kernel_sum_us\": " << num(s.kernel_sum_us) << ",\n  \"device_us\": " << num(s.device_us)
      << ",\n  \"wall_us\": " << num(s.wall_us) << ",\n  \"host_overhead_us\": " << num(s.host_us) << ",\n  \"startup\": {\"load_ms\": " << num(s.startup.load_ms)
-     << ", \"plan_ms\": " << num(s.startup.plan_ms) << ", \"compile_ms\": " << num(s.startup.compile_ms)
+     << ", \"plan_ms\": " << num(s.startup.plan_ms) << ", \"graph_ms\": " << num(s.startup.graph_ms)
+     << ", \"lower_ms\": " << num(s.startup.lower_ms) << ", \"upload_ms\": " << num(s.startup.upload_ms)
+     << ", \"programs_ms\": " << num(s.startup.programs_ms) << ", \"compile_ms\": " << num(s.startup.compile_ms)
      << ", \"programs_built\": " << s.startup.programs_built << ", \"programs_cached\": "
      << s.startup.programs_cached << ", \"first_inference_ms\": " << num(s.first_inference_ms) << "},\n  \"launches\": [";
   for (size_t i = 0; i < layers.size(); ++i) {

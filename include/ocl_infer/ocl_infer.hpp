@@ -234,6 +234,10 @@ struct SessionStats {
   double load_ms = 0;         // parsing the model file
   double plan_ms = 0;         // last shape inference + kernel selection + buffer allocation
   double compile_ms = 0;      // program builds (included in plan_ms)
+  // plan_ms by phase: shape inference, optimizer passes and memory planning; lowering to kernel
+  // launches (kernel choice, weight packing, tuning), of which uploading constants; building or
+  // loading the programs and creating their kernels.
+  double graph_ms = 0, lower_ms = 0, upload_ms = 0, programs_ms = 0;
   int programs_built = 0;     // compiled from source
   int programs_cached = 0;    // loaded from the disk cache
   int programs_bundled = 0;   // kernel programs built inside one combined program (counted once above)

@@ -434,10 +434,12 @@ BufferPtr ClRuntime::sub_buffer(const BufferPtr& parent, size_t offset, size_t b
 }
 
 BufferPtr ClRuntime::upload(const void* data, size_t bytes) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto b = alloc(bytes);
   if (bytes)
     cl_check(clEnqueueWriteBuffer(queue_, b->mem, CL_TRUE, 0, bytes, data, 0, nullptr, nullptr),
              "clEnqueueWriteBuffer");
+  upload_us_ += std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
   return b;
 }
 
@@ -477,13 +479,19 @@ cl_program ClRuntime::load_or_build(const std::string& file, const std::string& 
   return load_or_build_source(file, kernel_source(file), options);
 }
 
-cl_program ClRuntime::load_or_build_source(const std::string& file, const std::string& src,
-                                           const std::string& options) {
-  auto t0 = std::chrono::steady_clock::now();
+std::pair<std::string, std::string> ClRuntime::cache_entry(const std::string& file, const std::string& src,
+                                                           const std::string& options) const {
   std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
                          dev_.info.name + '\n' + dev_.info.platform + '\n' +
                          dev_.info.driver_version + '\n' + dev_.info.device_version;
   std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + file + "-" + hex16(fnv1a(full_key)) + ".bin";
+  return {path, full_key};
+}
+
+cl_program ClRuntime::load_or_build_source(const std::string& file, const std::string& src,
+                                           const std::string& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  const auto [path, full_key] = cache_entry(file, src, options);
 
   cl_program prog = nullptr;
   // Cache entry layout: u64 key length, key bytes, u64 binary length, binary bytes. The full key is
@@ -522,7 +530,12 @@ cl_program ClRuntime::load_or_build_source(const std::string& file, const std::s
       std::lock_guard<std::mutex> lock(mu_);
       stats_.built++;
     }
-    if (!path.empty() && storing_binaries()) store_binary(prog, path, full_key);
+    if (!path.empty() && storing_binaries()) {
+      store_binary(prog, path, full_key);
+    } else if (!path.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      unstored_.push_back({file, src, options});
+    }
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (log_) {
@@ -562,18 +575,23 @@ void write_atomically(const std::string& path, const std::string& bytes) {
   else std::remove(tmp.c_str());
 }
 
+// A disk cache entry: u64 key length, key bytes, u64 binary length, binary bytes.
+std::string cache_entry_bytes(const std::string& full_key, const std::vector<unsigned char>& bin) {
+  const uint64_t klen = full_key.size(), blen = bin.size();
+  std::string entry(reinterpret_cast<const char*>(&klen), 8);
+  entry += full_key;
+  entry.append(reinterpret_cast<const char*>(&blen), 8);
+  entry.append(reinterpret_cast<const char*>(bin.data()), bin.size());
+  return entry;
+}
+
 }  // namespace
 
 void ClRuntime::store_binary(cl_program prog, const std::string& path, const std::string& full_key) {
   std::vector<unsigned char> bin;
   if (!read_back_binary(prog, &bin)) return;
   make_dirs(cache_dir_);
-  const uint64_t klen = full_key.size(), blen = bin.size();
-  std::string entry(reinterpret_cast<const char*>(&klen), 8);
-  entry += full_key;
-  entry.append(reinterpret_cast<const char*>(&blen), 8);
-  entry.append(reinterpret_cast<const char*>(bin.data()), bin.size());
-  write_atomically(path, entry);
+  write_atomically(path, cache_entry_bytes(full_key, bin));
 }
 
 namespace {
@@ -583,6 +601,27 @@ int store_binaries_override() {
   return e && (std::string(e) == "0" || std::string(e) == "1") ? (e[0] == '1' ? 1 : 0) : -1;
 }
 }  // namespace
+
+std::vector<ClRuntime::UnstoredProgram> ClRuntime::take_unstored_programs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<UnstoredProgram> r;
+  r.swap(unstored_);
+  if (store_binaries_override() == 0) r.clear();
+  return r;
+}
+
+bool ClRuntime::store_program_binary(const UnstoredProgram& p) {
+  const auto [path, full_key] = cache_entry(p.file, p.src, p.options);
+  if (path.empty()) return false;
+  cl_program prog = build_from_source(p.src, p.options, p.file);
+  std::vector<unsigned char> bin;
+  const bool ok = read_back_binary(prog, &bin);
+  clReleaseProgram(prog);
+  if (!ok) return false;
+  make_dirs(cache_dir_);
+  write_atomically(path, cache_entry_bytes(full_key, bin));
+  return true;
+}
 
 bool ClRuntime::storing_binaries() {
   std::lock_guard<std::mutex> lock(policy_mu_);

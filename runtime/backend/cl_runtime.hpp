@@ -8,6 +8,8 @@
 #endif
 #include <CL/cl.h>
 
+#include <atomic>
+
 #include <functional>
 #include <condition_variable>
 #include <future>
@@ -111,6 +113,8 @@ class ClRuntime {
   size_t base_addr_align() const { return caps_.base_addr_align_bytes; }
   // Allocates and fills synchronously from host memory.
   BufferPtr upload(const void* data, size_t bytes);
+  // Milliseconds spent in upload() so far (allocation and the blocking write), all threads.
+  double upload_ms() const { return upload_us_.load() / 1000.0; }
 
   // A new kernel object for `entry` in kernels/<file>.cl built with `options`. Programs are
   // cached in memory and on disk. Throws KernelBuildError with the build log.
@@ -155,7 +159,31 @@ class ClRuntime {
   // (for testing the GPU-shaped kernels, whose loops are short, on rusticl).
   void check_loops();
 
+  // Programs this runtime compiled from source without storing their binaries (the driver's
+  // binary read-back is slow: PoCL compiles every kernel again to hand it out), kept so that a
+  // background process can store them later (runtime/exec/binary_store.hpp): a PoCL start that
+  // loads them as binaries skips the driver's preprocessing of each program's source (~20 ms a
+  // program, even from its cache). Empty without a cache folder or with $OCL_INFER_STORE_BINARIES=0.
+  struct UnstoredProgram {
+    std::string file, src, options;
+  };
+  // Hands them over (and forgets them).
+  std::vector<UnstoredProgram> take_unstored_programs();
+  // The path of a program's disk cache entry ("" without a cache folder).
+  std::string cache_entry_path(const std::string& file, const std::string& src, const std::string& options) const {
+    return cache_entry(file, src, options).first;
+  }
+  // Builds `src` (the driver's cache answers, if it built it before), reads its binary back and
+  // writes the disk cache entry that load_or_build_source would find. False when the driver gives
+  // no binary or there is no cache folder.
+  bool store_program_binary(const UnstoredProgram& p);
+
  private:
+  // The disk cache entry of a program: its path ("" without a cache folder) and full key.
+  std::pair<std::string, std::string> cache_entry(const std::string& file, const std::string& src,
+                                                  const std::string& options) const;
+  std::vector<UnstoredProgram> unstored_;  // guarded by mu_
+  std::atomic<long long> upload_us_{0};
   cl_program program(const std::string& file, const std::string& options);
   // Loads from the disk cache or compiles; thread-safe.
   cl_program load_or_build(const std::string& file, const std::string& options);

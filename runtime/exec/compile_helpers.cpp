@@ -4,11 +4,17 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <iterator>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -255,7 +261,162 @@ void CompileHelpers::finished() {
   new_specs_.clear();
 }
 
+namespace {
+
+constexpr const char* kStoreHeader = "ocl-infer binary-store job 1";
+
+// The device's index among enumerate_devices(), or -1.
+int device_index_of(const ClRuntime& cl) {
+  try {
+    const auto devices = enumerate_devices();
+    for (size_t i = 0; i < devices.size(); ++i)
+      if (devices[i].device == cl.device()) return static_cast<int>(i);
+  } catch (const std::exception&) {
+  }
+  return -1;
+}
+
+// A lock file younger than this marks an entry another process is storing.
+constexpr int kStoreLockSeconds = 600;
+
+bool locked_by_other(const std::string& lock) {
+  struct stat st{};
+  return stat(lock.c_str(), &st) == 0 && time(nullptr) - st.st_mtime < kStoreLockSeconds;
+}
+
+// The binary-store helper: stores each program of the job (see store_binaries_in_background).
+int binary_store_main(const std::string& text) {
+  // Behind anything the user runs: this only saves the next start some milliseconds.
+  setpriority(PRIO_PROCESS, 0, 19);
+  size_t pos = 0;
+  const auto line = [&](std::string* out) {
+    const size_t end = text.find('\n', pos);
+    if (end == std::string::npos) return false;
+    *out = text.substr(pos, end - pos);
+    pos = end + 1;
+    return true;
+  };
+  std::string l;
+  if (!line(&l) || l != kStoreHeader || !line(&l)) return 2;
+  const auto sources = split_tabs(l);
+  if (sources.size() != 2 || sources[0] != "sources") return 2;
+  if (sources[1] != kernel_sources_hash()) return 3;
+  if (!line(&l)) return 2;
+  const auto device = split_tabs(l);
+  if (device.size() != 4 || device[0] != "device") return 2;
+  const auto devices = enumerate_devices();
+  const size_t index = std::strtoul(device[1].c_str(), nullptr, 10);
+  if (index >= devices.size()) return 3;
+  ClRuntime cl(devices[index], device[3], [](const std::string&) {}, false);
+  if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
+  while (pos < text.size()) {
+    if (!line(&l)) return 2;
+    const auto head = split_tabs(l);
+    if (head.size() != 5 || head[0] != "program") return 2;
+    const size_t src_len = std::strtoull(head[2].c_str(), nullptr, 10),
+                 opt_len = std::strtoull(head[3].c_str(), nullptr, 10);
+    if (pos + src_len + opt_len > text.size()) return 2;
+    ClRuntime::UnstoredProgram p{head[1], text.substr(pos, src_len), text.substr(pos + src_len, opt_len)};
+    pos += src_len + opt_len;
+    const std::string lock = head[4] + ".lock";
+    const int fd = open(lock.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+      if (locked_by_other(lock)) continue;
+      unlink(lock.c_str());  // stale: its process died
+      continue;
+    }
+    close(fd);
+    try {
+      cl.store_program_binary(p);
+    } catch (const std::exception&) {
+      // The program does not build here any more (another driver state): nothing to store.
+    }
+    unlink(lock.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int store_binaries_in_background(ClRuntime& cl, const std::function<void(const std::string&)>& log) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> guard(mu);
+  if (cl.cache_dir().empty() || !cl.driver_keeps_binaries() || helper_limit() == 0) return 0;
+  if (const char* e = std::getenv("POCL_KERNEL_CACHE"); e && std::string(e) == "0") return 0;
+  std::vector<ClRuntime::UnstoredProgram> programs = cl.take_unstored_programs();
+  std::string body;
+  int count = 0;
+  for (const auto& p : programs) {
+    const std::string path = cl.cache_entry_path(p.file, p.src, p.options);
+    if (path.empty() || access(path.c_str(), F_OK) == 0 || locked_by_other(path + ".lock")) continue;
+    body += "program\t" + p.file + '\t' + std::to_string(p.src.size()) + '\t' + std::to_string(p.options.size()) +
+            '\t' + path + '\n' + p.src + p.options;
+    ++count;
+  }
+  if (count == 0) return 0;
+  const std::string exe = helper_executable();
+  const int device_index = device_index_of(cl);
+  if (exe.empty() || device_index < 0) return 0;
+  const std::string job = std::string(kStoreHeader) + "\nsources\t" + kernel_sources_hash() + "\ndevice\t" +
+                          std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\t' +
+                          cl.cache_dir() + '\n' + body;
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/store-%d-XXXXXX", cl.cache_dir().c_str(), static_cast<int>(getpid()));
+  const int fd = mkstemp(path);
+  if (fd < 0) return 0;
+  const bool written = write(fd, job.data(), job.size()) == static_cast<ssize_t>(job.size());
+  close(fd);
+  if (!written) {
+    unlink(path);
+    return 0;
+  }
+  // Detached (a grandchild in its own session): it outlives this process, and nobody waits for
+  // it. Between fork and exec only async-signal-safe calls.
+  std::string arg0 = exe, arg1 = "--compile-helper", arg2 = path;
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  const pid_t child = fork();
+  if (child == 0) {
+    if (fork() == 0) {
+      setsid();
+      const int null_fd = open("/dev/null", O_RDWR);
+      if (null_fd >= 0) {
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+      }
+      execve(exe.c_str(), argv, environ);
+      _exit(127);
+    }
+    _exit(0);
+  }
+  if (child < 0) {
+    unlink(path);
+    return 0;
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (log)
+    log("kernel programs: a background process stores the binaries of " + std::to_string(count) +
+        " programs in " + cl.cache_dir() + " (later starts load them without the driver's preprocessing)");
+  return count;
+}
+
 int compile_helper_main(const std::string& job_path) {
+  {
+    std::ifstream f(job_path, std::ios::binary);
+    std::string head;
+    if (f && std::getline(f, head) && head == kStoreHeader) {
+      std::string text((std::istreambuf_iterator<char>(f.rdbuf())), std::istreambuf_iterator<char>());
+      f.close();
+      unlink(job_path.c_str());
+      try {
+        return binary_store_main(head + '\n' + text);
+      } catch (const std::exception&) {
+        return 3;
+      }
+    }
+  }
   // A helper outlives no run: it dies with the process that started it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::ifstream f(job_path);

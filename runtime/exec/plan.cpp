@@ -258,7 +258,15 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   co.max_arena_bytes = cl.info().max_alloc_bytes;
   co.max_value_bytes = options.memory_budget;
   co.allow_segments = options.allow_segments;
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const auto t_start = clock::now();
   p.compiled = compile(model, inputs, plan_time, co);
+  const auto t_graph = clock::now();
+  p.phases.graph_ms = ms(t_start, t_graph);
+  const double upload_before = cl.upload_ms();
   const CompiledGraph& c = p.compiled;
   const Graph& g = c.graph;
 
@@ -326,6 +334,9 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
     if (!g.values[o].data) sink.buffer_of(o);
   for (int in : g.inputs)
     if (!g.values[in].data) sink.buffer_of(in);
+  const auto t_lowered = clock::now();
+  p.phases.lower_ms = ms(t_graph, t_lowered);
+  p.phases.upload_ms = cl.upload_ms() - upload_before;
   // The programs not built yet go into one bundle (one driver build instead of one per program).
   {
     std::vector<std::pair<std::string, std::string>> units;
@@ -341,6 +352,7 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
       throw ocl_infer::KernelBuildError(describe_node(g, g.nodes[l.node]) + ": " + e.what());
     }
   }
+  p.phases.programs_ms = ms(t_lowered, clock::now());
   return p;
 }
 

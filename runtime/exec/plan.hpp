@@ -42,6 +42,12 @@ struct Plan {
   size_t activation_bytes = 0;     // device bytes of activations (the arena, or the sum of buffers)
   size_t weight_bytes = 0;         // device bytes of constants uploaded (weights, packed weights)
   size_t scratch_bytes = 0;        // temporaries outside the arena
+  // Where build_plan's time went (ms): shape inference, optimizer passes and memory planning;
+  // lowering every step to launches (kernel selection, weight packing, any autotuning), of which
+  // uploading constants to the device; building or loading the programs and their kernels.
+  struct Phases {
+    double graph_ms = 0, lower_ms = 0, upload_ms = 0, programs_ms = 0;
+  } phases;
   // Flags kernels set when the data makes a result undefined (integer division by zero); cleared
   // before and read after every run.
   struct ErrorFlag {
