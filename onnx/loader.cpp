@@ -24,8 +24,6 @@ using ocl_infer::ModelError;
 
 namespace {
 
-constexpr int kMaxOpset = 18;
-
 // A name or string from the file, safe for one-line messages: control bytes become \xNN.
 std::string printable(const std::string& s) {
   std::string r;
@@ -481,6 +479,9 @@ Graph load_graph(onnx::GraphProto& gp, const Scope* outer, LoadState& st, const 
     if (it == ids.end())
       throw ModelError(where + "graph output '" + printable(out.name()) + "' is not produced by any node, input or initializer");
     Value& v = g.values[it->second];
+    Value declared;
+    if (out.has_type()) convert_type(out, declared);
+    g.declared_outputs.push_back(declared);
     if (v.producer >= 0 && v.dtype == DType::Undefined) {
       Value hint;
       convert_type(out, hint);

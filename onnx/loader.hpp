@@ -8,6 +8,10 @@
 
 namespace oi {
 
+// The newest opset of the default ONNX domain the registry implements; a model importing a newer
+// one is refused (its operators may mean something else there).
+constexpr int kMaxOpset = 18;
+
 constexpr uint64_t kNoLimit = ~uint64_t{0};
 
 // Parses a serialized ModelProto. `model_dir` resolves external-data files ("" = none allowed).

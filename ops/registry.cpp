@@ -1,6 +1,7 @@
 // The operator registry: a plain table of rows keyed by (domain, op type, since_version), filled
 // once from each op family's file.
 #include <algorithm>
+#include <map>
 
 #include "ops/core/op_def.hpp"
 
@@ -86,6 +87,25 @@ std::vector<std::string> supported_ops() {
   std::sort(r.begin(), r.end());
   r.erase(std::unique(r.begin(), r.end()), r.end());
   return r;
+}
+
+std::vector<OpCatalogRow> op_catalog() {
+  std::map<std::pair<std::string, std::string>, OpCatalogRow> rows;
+  for (const OpDef& d : table()) {
+    OpCatalogRow& r = rows[{d.domain, d.op_type}];
+    r.domain = d.domain;
+    r.op_type = d.op_type;
+    if (r.since_versions.empty() || d.since_version > r.since_versions.back()) r.traits = d.traits;
+    r.since_versions.push_back(d.since_version);
+    r.has_kernel |= d.build_fn != nullptr;
+  }
+  std::vector<OpCatalogRow> out;
+  for (auto& [key, r] : rows) {
+    std::sort(r.since_versions.begin(), r.since_versions.end());
+    r.since_versions.erase(std::unique(r.since_versions.begin(), r.since_versions.end()), r.since_versions.end());
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace oi

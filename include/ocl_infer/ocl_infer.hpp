@@ -200,8 +200,19 @@ struct KernelVariantInfo {
 };
 // Every kernel variant the runtime has.
 std::vector<KernelVariantInfo> kernel_variants();
-// Every ONNX op type the runtime implements (default domain), sorted.
+// Every ONNX op type the runtime implements, sorted ("domain.Op" outside the default domain).
 std::vector<std::string> supported_operators();
+// One operator of the registry, for documentation (docs/operators.md is generated from these).
+struct OperatorInfo {
+  std::string domain;              // "ai.onnx" for the default domain
+  std::string op_type;
+  std::vector<int> since_versions; // the opset versions whose form is implemented, ascending
+  int max_opset = 0;               // the newest opset of the domain a model may import (0: no limit)
+  bool fp16_storage = false;       // with Precision::Float16 its float tensors may be float16
+  std::vector<std::string> notes;  // how it runs, when that is not one plain kernel
+};
+// Every operator the runtime implements, sorted by domain and op type.
+std::vector<OperatorInfo> operator_catalog();
 
 // Options of one Session::run call.
 struct RunOptions {

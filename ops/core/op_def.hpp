@@ -186,6 +186,15 @@ const OpDef* find_op(const std::string& domain, const std::string& op_type, int6
 const OpDef* find_op(const Graph& g, const Node& n);
 // Every op type the registry knows, "domain.Op" outside the default domain (for docs).
 std::vector<std::string> supported_ops();
+// The registry's rows for docs (ocl-infer --list-ops): by (domain, op type), the since_versions
+// implemented, and the traits the docs mention.
+struct OpCatalogRow {
+  std::string domain, op_type;
+  std::vector<int> since_versions;  // ascending
+  OpTraits traits;                  // of the newest row
+  bool has_kernel = false;          // some row builds device kernels (else host or expansion only)
+};
+std::vector<OpCatalogRow> op_catalog();
 
 // Floating-point operations of a node for its resolved shapes (from its OpTraits::flops; 0 for
 // data movement and unknown ops).

@@ -13,6 +13,7 @@
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "onnx/loader.hpp"
+#include "ops/core/op_def.hpp"
 #include "ops/variants.hpp"
 #include "runtime/backend/host_memory.hpp"
 #include "runtime/backend/slow_notice.hpp"
@@ -140,7 +141,15 @@ struct Session::Impl {
       if (!std::binary_search(ops.begin(), ops.end(), op))
         throw InputError("fp32_ops: '" + op + "' is not an operator ocl-infer implements");
     for (int id : model.inputs) inputs.push_back(info_of(model.values[id]));
-    for (int id : model.outputs) outputs.push_back(info_of(model.values[id]));
+    for (size_t k = 0; k < model.outputs.size(); ++k) {
+      const oi::Value& v = model.values[model.outputs[k]];
+      // Before the first plan, a computed output has no type yet: report what the file declares.
+      const bool use_declared = v.dtype == DType::Undefined && k < model.declared_outputs.size() &&
+                                model.declared_outputs[k].dtype != DType::Undefined;
+      ValueInfo info = info_of(use_declared ? model.declared_outputs[k] : v);
+      info.name = v.name;
+      outputs.push_back(info);
+    }
     const oi::DeviceHandle& dev = device;
     log("device: " + dev.info.name + " (" + dev.info.type + ", " + dev.info.platform + ", " +
         dev.info.opencl_c_version + ")");
@@ -680,6 +689,31 @@ std::vector<DeviceInfo> list_devices() {
 const char* version() { return "0.1.0"; }
 
 std::vector<std::string> supported_operators() { return oi::supported_ops(); }
+
+std::vector<OperatorInfo> operator_catalog() {
+  std::vector<OperatorInfo> r;
+  for (const oi::OpCatalogRow& row : oi::op_catalog()) {
+    OperatorInfo o;
+    o.domain = row.domain.empty() ? "ai.onnx" : row.domain;
+    o.op_type = row.op_type;
+    o.since_versions = row.since_versions;
+    o.max_opset = row.domain.empty() ? oi::kMaxOpset : 0;
+    const oi::OpTraits& t = row.traits;
+    o.fp16_storage = t.any_float_storage || t.shared_float_storage;
+    if (t.expand) o.notes.push_back("expanded at plan time (control flow: the branch taken, loops unrolled)");
+    if (t.data_dependent) o.notes.push_back("output shape depends on values: evaluated on the host between plan segments");
+    if (t.view) o.notes.push_back("no kernel: a view of its input");
+    if (!row.has_kernel && !t.view && !t.expand && !t.data_dependent)
+      o.notes.push_back("evaluated at plan time (shapes, constants) or expanded into other operators");
+    if (t.takes_epilogue) o.notes.push_back("fuses a following activation or residual Add");
+    if (t.takes_sequences) o.notes.push_back("takes sequences");
+    r.push_back(std::move(o));
+  }
+  std::sort(r.begin(), r.end(), [](const OperatorInfo& a, const OperatorInfo& b) {
+    return std::make_pair(a.domain, a.op_type) < std::make_pair(b.domain, b.op_type);
+  });
+  return r;
+}
 
 std::vector<KernelVariantInfo> kernel_variants() {
   std::vector<KernelVariantInfo> r;

@@ -86,6 +86,10 @@ struct Graph {
   std::vector<Node> nodes;  // in a valid topological order after load
   std::vector<int> inputs;  // non-constant model inputs
   std::vector<int> outputs;
+  // The graph outputs' types and shapes as the file declares them (by position in `outputs`;
+  // dtype Undefined where none is declared): what Session::outputs() reports before shape
+  // inference has run. Shape inference, not these, decides the plan.
+  std::vector<Value> declared_outputs;
   std::map<std::string, int> opsets;  // domain -> version
   std::string producer;               // producer_name + version, for messages
   int64_t ir_version = 0;
