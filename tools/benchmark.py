@@ -15,7 +15,7 @@ For every model (NAME from --models-dir, or a path to an .onnx file) it measures
     times it reports are recorded), then a third latency configuration that uses the tuned
     choices;
   - with --keep-warm-off: one more latency configuration with `--keep-warm 0` (no idle-worker
-    markers; see the README's "Kernel boundaries on CPU devices");
+    markers; see the docs/cli.md, "Kernel boundaries on CPU devices");
   - correctness: one `--input ... --output-dir` run, with and without -O0, compared with
     onnxruntime's outputs (a latency marked "wrong output" measured a broken graph; quantized
     models are allowed QUANTIZED_STEPS steps of their output grid);

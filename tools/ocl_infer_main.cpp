@@ -831,7 +831,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1024 << 20);
   if (argc > 1 && std::string(argv[1]) == "quantize") return cli::quantize_command(argc - 1, argv + 1);
-  // A compile helper started by the library (README, "Compile helpers"), not for people.
+  // A compile helper started by the library (docs/cli.md, "Compile helpers"), not for people.
   if (argc == 3 && std::string(argv[1]) == "--compile-helper") {
     const int rc = ocl_infer::run_compile_helper(argv[2]);
     if (rc == 2) std::cerr << "ocl-infer: --compile-helper: '" << argv[2] << "' is not a readable compile job\n";

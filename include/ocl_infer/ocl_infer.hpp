@@ -179,7 +179,7 @@ struct SessionOptions {
   // Stop measuring new problems after this many seconds of tuning (0: no limit); the rest keep
   // the heuristics.
   double tune_budget_seconds = 0;
-  // Idle-worker markers per kernel launch (see README, "Kernel boundaries on CPU devices"): a
+  // Idle-worker markers per kernel launch (see docs/cli.md, "Kernel boundaries on CPU devices"): a
   // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
   // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when
   // set, else 6 on CPU devices with two or more compute units and 0 elsewhere; 0: off. Not used on
@@ -189,7 +189,7 @@ struct SessionOptions {
   // such as a sample rate) are folded into the plan when they have at most this many elements:
   // each distinct value then gets its own plan (cached), with the branch inlined. Larger ones, or
   // all with 0, are computed on the device and the plan is cut into segments where their result
-  // is needed (README, "Control flow and data-dependent shapes").
+  // is needed (docs/architecture.md, "Control flow and data-dependent shapes").
   int64_t plan_time_input_limit = 4096;
 };
 
@@ -400,7 +400,7 @@ Tensor read_tensor_proto(const std::string& path);
 
 const char* version();
 
-// A compile helper's work (README, "Compile helpers"): a session's first run on a driver such as
+// A compile helper's work (docs/cli.md, "Compile helpers"): a session's first run on a driver such as
 // PoCL starts `ocl-infer --compile-helper JOB` to compile its kernels in parallel. An application
 // that names its own executable as the helper ($OCL_INFER_COMPILE_HELPER) calls this from main()
 // when argv[1] is "--compile-helper", with argv[2], and exits with the returned status (0 done, 2
