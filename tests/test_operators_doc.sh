@@ -8,6 +8,6 @@ if ! diff -u "$doc" <("$cli" --list-ops --markdown); then
   exit 1
 fi
 # The JSON form lists the same operators.
-count=$("$cli" --list-ops --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+count=$("$cli" --list-ops --json | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 grep -q "^$count operators\.$" "$doc" || { echo "--list-ops --json has $count operators, the page says otherwise" >&2; exit 1; }
 echo "docs/operators.md matches the registry ($count operators)"
