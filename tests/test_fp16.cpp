@@ -326,10 +326,15 @@ TEST(Fp16, ConstantsBeyondFloat16RangeStayFloat32AndAreReported) {
   EXPECT_EQ(storage_of(s.dump("plan"), "p"), "float16");
 }
 
-// Weights and activations take half the bytes (a small conv net; the graph input and output stay
-// float32 and are a small part of it).
-TEST(Fp16, PlanHalvesWeightAndActivationBytes) {
-  std::mt19937 rng(6);
+// Sets an environment variable for one scope (the fp16 weight policy is read at plan time).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const std::string& n, const std::string& v) : name(n) { setenv(n.c_str(), v.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// A small conv net; the graph input and output stay float32 and are a small part of it.
+ModelBuilder conv_net(std::mt19937& rng) {
   ModelBuilder m(13);
   m.input("x", DType::Float32, {1, 8, 32, 32}).output("y");
   m.node("Neg", {"x"}, {"nx"});  // the float32 input is converted by the first kernel
@@ -343,10 +348,20 @@ TEST(Fp16, PlanHalvesWeightAndActivationBytes) {
     prev = o + "r";
   }
   m.node("GlobalAveragePool", {prev}, {"y"});
-  auto number = [](const std::string& plan, const std::string& key) -> double {
-    const size_t at = plan.find(key);
-    return at == std::string::npos ? -1 : std::stod(plan.substr(at + key.size()));
-  };
+  return m;
+}
+
+double plan_number(const std::string& plan, const std::string& key) {
+  const size_t at = plan.find(key);
+  return at == std::string::npos ? -1 : std::stod(plan.substr(at + key.size()));
+}
+
+// Weights and activations take half the bytes with float16 weights.
+TEST(Fp16, PlanHalvesWeightAndActivationBytes) {
+  const ScopedEnv half("OCL_INFER_FP16_WEIGHTS", "half");
+  std::mt19937 rng(6);
+  const ModelBuilder m = conv_net(rng);
+  const auto number = plan_number;
   const Tensor x = tensor({1, 8, 32, 32}, halves(8 * 32 * 32, rng, -1, 1));
   auto s32 = session(m, Precision::Float32), s16 = session(m, Precision::Float16);
   const Tensor y32 = s32.run({{"x", x}}).at("y"), y16 = s16.run({{"x", x}}).at("y");
@@ -359,6 +374,42 @@ TEST(Fp16, PlanHalvesWeightAndActivationBytes) {
   EXPECT_LE(a16, 0.55 * a32) << p16;
   // Four layers of float16 activations: within a few float16 roundings of float32.
   EXPECT_LE(rel_error(y16, y32), 4 * std::ldexp(1.0, -11));
+}
+
+// Weights widened at plan time (the default on CPU devices without cl_khr_fp16): the values of
+// float16 weights, stored as float32 -- the same results as float16 weights, weight bytes as in
+// float32, activations still halved, and the session log says so.
+TEST(Fp16, WidenedWeightsGiveTheResultsOfFloat16Weights) {
+  std::mt19937 rng(7);
+  const ModelBuilder m = conv_net(rng);
+  const Tensor x = tensor({1, 8, 32, 32}, halves(8 * 32 * 32, rng, -1, 1));
+  Tensor y_half, y_wide;
+  std::string plan_half, plan_wide, plan32;
+  std::vector<std::string> log;
+  {
+    const ScopedEnv e("OCL_INFER_FP16_WEIGHTS", "half");
+    auto s = session(m, Precision::Float16);
+    y_half = s.run({{"x", x}}).at("y");
+    plan_half = s.dump("plan");
+  }
+  {
+    const ScopedEnv e("OCL_INFER_FP16_WEIGHTS", "widen");
+    auto s = session(m, Precision::Float16, {}, [&](const std::string& line) { log.push_back(line); });
+    y_wide = s.run({{"x", x}}).at("y");
+    plan_wide = s.dump("plan");
+  }
+  auto s32 = session(m, Precision::Float32);
+  const Tensor y32 = s32.run({{"x", x}}).at("y");
+  plan32 = s32.dump("plan");
+  // The same weight values and float32 arithmetic: equal up to the kernels' summation order.
+  EXPECT_LE(rel_error(y_wide, y_half), 1e-6);
+  EXPECT_LE(rel_error(y_wide, y32), 4 * std::ldexp(1.0, -11));
+  EXPECT_NEAR(plan_number(plan_wide, "weight bytes: "), plan_number(plan32, "weight bytes: "),
+              0.05 * plan_number(plan32, "weight bytes: "));
+  EXPECT_LE(plan_number(plan_wide, "peak activation bytes: "), 0.55 * plan_number(plan32, "peak activation bytes: "));
+  bool said = false;
+  for (auto& l : log) said |= l.find("rounded to float16 values and stored as float32") != std::string::npos;
+  EXPECT_TRUE(said) << "the session log should say that the weights were widened";
 }
 
 }  // namespace

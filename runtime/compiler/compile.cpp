@@ -358,6 +358,7 @@ void assign_storage(CompiledGraph& p, const std::vector<const OpDef*>& defs, con
   for (int v : g.inputs) ok[v] = false;
   for (int v : g.outputs) ok[v] = false;
   StorageGroups groups(nv);
+  std::vector<bool> used(nv, false);  // an operand of some device step
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const Node& n = g.nodes[p.steps[k].node];
     const OpDef* def = defs[k];
@@ -365,8 +366,10 @@ void assign_storage(CompiledGraph& p, const std::vector<const OpDef*>& defs, con
     std::vector<int> operands(n.inputs.begin(), n.inputs.end());
     operands.insert(operands.end(), n.outputs.begin(), n.outputs.end());
     if (n.epilogue.residual >= 0) operands.push_back(n.epilogue.residual);
-    for (int v : operands)
+    for (int v : operands) {
       if (v >= 0 && !any) ok[v] = false;
+      if (v >= 0) used[v] = true;
+    }
     // A view and its input, and the float operands of ops that keep one storage, in one storage.
     if ((def->traits.view || def->traits.shared_float_storage) && !n.inputs.empty() && n.inputs[0] >= 0)
       for (int v : operands)
@@ -386,11 +389,33 @@ void assign_storage(CompiledGraph& p, const std::vector<const OpDef*>& defs, con
       }
   }
   std::vector<bool> group_ok(nv, true);
-  for (size_t v = 0; v < nv; ++v)
+  std::vector<int> group_size(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
     if (!ok[v]) group_ok[groups.find(static_cast<int>(v))] = false;
-  for (size_t v = 0; v < nv; ++v)
-    if (g.values[v].dtype == DType::Float32 && group_ok[groups.find(static_cast<int>(v))] && ok[v])
-      p.storage[v] = DType::Float16;
+    group_size[groups.find(static_cast<int>(v))]++;
+  }
+  size_t widened = 0, widened_bytes = 0;
+  for (size_t v = 0; v < nv; ++v) {
+    if (g.values[v].dtype != DType::Float32 || !group_ok[groups.find(static_cast<int>(v))] || !ok[v]) continue;
+    Value& val = g.values[v];
+    if (options.widen_fp16_constants && val.data && used[v] && group_size[groups.find(static_cast<int>(v))] == 1) {
+      // float16's values, float32's bytes: rounded to nearest even as the conversion to float16
+      // storage would, then widened back exactly.
+      auto rounded = std::make_shared<Tensor>(*val.data);
+      float* d = rounded->data<float>();
+      for (int64_t i = 0; i < rounded->numel(); ++i) d[i] = ocl_infer::half_to_float(ocl_infer::float_to_half(d[i]));
+      val.data = rounded;
+      ++widened;
+      widened_bytes += rounded->bytes.size();
+      continue;
+    }
+    p.storage[v] = DType::Float16;
+  }
+  if (widened)
+    p.notes.push_back(std::to_string(widened) + " weight tensors (" + std::to_string(widened_bytes >> 10) +
+                      " KiB) rounded to float16 values and stored as float32 at plan time: this device converts "
+                      "halves in software, so kernels read its weights without converting "
+                      "($OCL_INFER_FP16_WEIGHTS=half keeps them float16)");
 }
 
 }  // namespace

@@ -24,6 +24,12 @@ struct CompileOptions {
   // touches them can (see assign_storage in compile.cpp), except the outputs of these op types.
   ocl_infer::Precision precision = ocl_infer::Precision::Float32;
   std::set<std::string> fp32_ops;
+  // With Float16: constants that would be stored as float16 are rounded to float16 values once
+  // here and stored as float32 instead (each alone in its storage group), so that kernels read
+  // them without converting. For devices that convert halves in software (CPU devices without
+  // cl_khr_fp16, where a converted weight load costs more than the bytes it saves); the results
+  // are those of float16 weights, and activations keep float16 storage.
+  bool widen_fp16_constants = false;
   bool plan_memory = true;  // false: every activation gets its own buffer
   // The device's sub-buffer alignment (bytes) and largest allocation: arenas are at most this big
   // (several when the activations need more).

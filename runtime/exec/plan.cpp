@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -258,6 +259,12 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   co.max_arena_bytes = cl.info().max_alloc_bytes;
   co.max_value_bytes = options.memory_budget;
   co.allow_segments = options.allow_segments;
+  {
+    // fp16 weights as float32 where halves are converted in software (see CompileOptions).
+    const char* e = std::getenv("OCL_INFER_FP16_WEIGHTS");
+    const std::string mode = e ? e : "";
+    co.widen_fp16_constants = mode == "widen" || (mode != "half" && cl.caps().is_cpu() && !cl.caps().fp16);
+  }
   using clock = std::chrono::steady_clock;
   const auto ms = [](clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
