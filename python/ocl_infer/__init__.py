@@ -334,8 +334,11 @@ def _random_feeds(session: InferenceSession, seed: int = 0) -> Dict[str, np.ndar
     rng = np.random.default_rng(seed)
     feeds = {}
     for arg in session.get_inputs():
-        if any(not isinstance(d, int) for d in arg.shape):
-            raise InputError(f"input '{arg.name}' has open dims {arg.shape}: pass feeds with real data")
+        # An open first dim is the batch: 1, as the CLI's random inputs take it.
+        shape = [1 if k == 0 and not isinstance(d, int) else d for k, d in enumerate(arg.shape)]
+        if any(not isinstance(d, int) for d in shape):
+            raise InputError(f"input '{arg.name}' has open dims {arg.shape}: pass input_feed with real data")
+        arg = NodeArg({"name": arg.name, "shape": shape, "dtype": arg.dtype})
         dtype = np.dtype(arg.dtype) if arg.dtype != "bfloat16" else np.float32
         if dtype.kind == "f":
             feeds[arg.name] = rng.standard_normal(arg.shape).astype(dtype)
@@ -350,7 +353,8 @@ def tune(model: Union[str, os.PathLike], input_feed: Optional[Mapping[str, Any]]
          budget_seconds: float = 0.0, tuning_cache: Optional[str] = None, **options: Any) -> Dict[str, Any]:
     """Measures the kernel variants of every conv, gemm, pool and norm problem of the model on the
     device and saves the fastest to the tuning cache (later sessions use them). ``input_feed``
-    gives the shapes to tune for (default: the model's own fixed shapes, random data). Returns the
+    gives the shapes to tune for (default: random data in the model's shapes, an open first dim
+    as batch 1; other open dims need ``input_feed``). Returns the
     tuning figures: problems measured, how many improved, seconds, kernel ms before and after."""
     session = InferenceSession(model, tune=True, tune_budget_seconds=budget_seconds,
                                tuning_cache=tuning_cache, **options)
