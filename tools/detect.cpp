@@ -508,7 +508,9 @@ int detect_photos(ocl_infer::Session& s, const std::string& model,
   bool complete = true, named = false;
   for (const auto& v : s.outputs()) {
     declared.push_back({v.name, v.dtype, v.shape});
-    complete &= v.dtype != DType::Undefined && !v.shape.empty();
+    // Declared outputs with open dims (a dynamic batch or box count) are judged on the real ones.
+    complete &= v.dtype != DType::Undefined && !v.shape.empty() &&
+                std::all_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d >= 0; });
     named |= lower(v.name) == "boxes";
   }
   const bool yolo =
