@@ -60,6 +60,25 @@ TEST(Optimizer, RemovesIdentityAndDropout) {
   EXPECT_EQ(r.ops, std::vector<std::string>{"Relu"});
 }
 
+// Constants with the same dtype, shape and bytes are uploaded once; the same bytes under another
+// shape, or the same shape with other bytes, are not merged.
+TEST(Optimizer, MergesOnlyIdenticalConstants) {
+  std::mt19937 rng(11);
+  const Tensor a = random_tensor({2, 3}, rng), c = random_tensor({2, 3}, rng);
+  Tensor d = a;
+  d.shape = {3, 2};
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {2, 3}).input("x2", DType::Float32, {3, 2}).output("p").output("q").output("r")
+      .output("s");
+  m.initializer("a", a).initializer("b", a).initializer("c", c).initializer("d", d);
+  m.node("Mul", {"x", "a"}, {"p"});
+  m.node("Mul", {"x", "b"}, {"q"});
+  m.node("Mul", {"x", "c"}, {"r"});
+  m.node("Mul", {"x2", "d"}, {"s"});
+  auto r = check_same(m, {{"x", random_tensor({2, 3}, rng)}, {"x2", random_tensor({3, 2}, rng)}}, 0);
+  EXPECT_NE(r.graph_json.find("\"1 duplicate constants merged\""), std::string::npos) << r.graph_json.substr(0, 600);
+}
+
 TEST(Optimizer, CancelsAndMergesTransposes) {
   ModelBuilder m(13);
   m.input("x", DType::Float32, {2, 3, 5}).output("y").output("z");
