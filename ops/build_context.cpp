@@ -53,6 +53,11 @@ cl_mem BuildContext::constant_floats(const std::vector<float>& data) const {
   return sink_.constant(data.data(), data.size() * sizeof(float));
 }
 
+cl_mem BuildContext::constant_floats(HostFloats data) const {
+  auto owned = std::make_shared<const HostFloats>(std::move(data));
+  return sink_.constant_shared(owned, owned->data(), owned->size() * sizeof(float));
+}
+
 void BuildContext::require_storage(DType t) const {
   auto check = [&](int id, const char* what, int k) {
     const DType s = sink_.storage_of(id);
@@ -85,11 +90,11 @@ std::string BuildContext::storage_option(const char* macro, DType storage) {
   return storage == DType::Float16 ? std::string(" -D") + macro + "=F16 -D" + macro + "_HALF" : std::string();
 }
 
-cl_mem BuildContext::constant_floats(const std::vector<float>& data, DType storage) const {
-  if (storage != DType::Float16) return constant_floats(data);
-  std::vector<uint16_t> h(data.size());
-  for (size_t i = 0; i < data.size(); ++i) h[i] = float_to_half(data[i]);
-  return sink_.constant(h.data(), h.size() * sizeof(uint16_t));
+cl_mem BuildContext::constant_floats(HostFloats data, DType storage) const {
+  if (storage != DType::Float16) return constant_floats(std::move(data));
+  auto h = std::make_shared<std::vector<uint16_t, CacheLineAllocator<uint16_t>>>(data.size());
+  for (size_t i = 0; i < data.size(); ++i) (*h)[i] = float_to_half(data[i]);
+  return sink_.constant_shared(h, h->data(), h->size() * sizeof(uint16_t));
 }
 
 void resolve_launch(ClRuntime& cl, Launch& l) {

@@ -180,9 +180,9 @@ std::string window_defines(const std::array<int64_t, 3>& k, const std::array<int
 }
 
 // W [G*M_g][C_g][k...] packed as [G][oc_blocks][C_g*k...][ocb], zero past M_g.
-std::vector<float> pack_conv_weights(const Tensor& wt, int64_t G, int64_t M_g, int64_t K, int ocb) {
+HostFloats pack_conv_weights(const Tensor& wt, int64_t G, int64_t M_g, int64_t K, int ocb) {
   const int64_t blocks = (M_g + ocb - 1) / ocb;
-  std::vector<float> p(static_cast<size_t>(G * blocks * K * ocb));
+  HostFloats p(static_cast<size_t>(G * blocks * K * ocb));
   const float* w = wt.data<float>();
   // Written in order, read as ocb row streams: the output-channel-major order wrote every value
   // ocb floats from the last (resnet18's weights took 40 ms of a 0.4 s warm start to pack).

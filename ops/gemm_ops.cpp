@@ -16,8 +16,8 @@ namespace {
 using ocl_infer::shape_to_string;
 
 // Host copy of B in the panel layout of gemm_f32_packed.
-std::vector<float> pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64_t npad) {
-  std::vector<float> p(static_cast<size_t>(d.b_count * npad * d.K), 0.0f);
+HostFloats pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64_t npad) {
+  HostFloats p(static_cast<size_t>(d.b_count * npad * d.K), 0.0f);
   const float* b = t.data<float>();
   for (int64_t j = 0; j < d.b_count; ++j)
     for (int64_t n = 0; n < d.N; ++n)

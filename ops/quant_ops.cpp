@@ -331,9 +331,9 @@ ProductArgs product_args(BuildContext& ctx, int64_t channels) {
 // has `rows` values), as floats (exact small integers) in the layout `index(row, k)` of a buffer of
 // `size` elements. *max_abs gets the largest |w - zero point|.
 template <typename Index>
-std::vector<float> pack_weights(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K, size_t size, Index index,
+HostFloats pack_weights(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K, size_t size, Index index,
                                 int64_t* max_abs) {
-  std::vector<float> p(size, 0.0f);
+  HostFloats p(size, 0.0f);
   *max_abs = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : r) : 0;

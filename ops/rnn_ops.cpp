@@ -187,12 +187,12 @@ double rnn_flops(const OpContext& ctx) {
 
 // R [D][G*H][H] as kernels/rnn.cl's steps read it, float32: packed [D][H/vw][H][G][vw] (the
 // blocked variant) or transposed [D][H][G*H].
-std::vector<float> layout_r(const Tensor& r, const RnnSpec& s, int vw, bool packed) {
+HostFloats layout_r(const Tensor& r, const RnnSpec& s, int vw, bool packed) {
   Tensor widened;
   const Tensor& rf = as_float32(r, &widened);
   const float* src = rf.data<float>();
   const int64_t G = s.gates, H = s.H, gh = G * H;
-  std::vector<float> out(static_cast<size_t>(s.dirs * gh * H));
+  HostFloats out(static_cast<size_t>(s.dirs * gh * H));
   for (int64_t d = 0; d < s.dirs; ++d)
     for (int64_t row = 0; row < gh; ++row) {
       const int64_t g = row / H, j = row % H;

@@ -68,6 +68,9 @@ struct DeviceBuffer {
   cl_mem mem = nullptr;
   size_t bytes = 0;
   std::shared_ptr<DeviceBuffer> parent;  // for sub-buffers
+  // The host memory a CL_MEM_USE_HOST_PTR buffer reads (ClRuntime::upload_shared): kept alive,
+  // and unchanged, while the buffer lives.
+  std::shared_ptr<const void> host;
   ~DeviceBuffer();
 };
 using BufferPtr = std::shared_ptr<DeviceBuffer>;
@@ -113,6 +116,11 @@ class ClRuntime {
   size_t base_addr_align() const { return caps_.base_addr_align_bytes; }
   // Allocates and fills synchronously from host memory.
   BufferPtr upload(const void* data, size_t bytes);
+  // A read-only buffer with the contents of `data` (`bytes` long), which `owner` keeps alive and
+  // nobody changes while the buffer lives. On CPU devices, with `data` aligned to 64 bytes, the
+  // buffer uses that memory itself (CL_MEM_USE_HOST_PTR: no device allocation, no copy;
+  // $OCL_INFER_ZERO_COPY=0 turns it off); otherwise it is upload().
+  BufferPtr upload_shared(std::shared_ptr<const void> owner, const void* data, size_t bytes);
   // Milliseconds spent in upload() so far (allocation and the blocking write), all threads.
   double upload_ms() const { return upload_us_.load() / 1000.0; }
 

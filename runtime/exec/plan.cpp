@@ -49,14 +49,14 @@ class Lowering : public PlanSink {
       if (v.data) {
         charge(bytes, "weights");
         if (st == v.dtype) {
-          b = cl_.upload(v.data->bytes.data(), v.data->bytes.size());
+          b = cl_.upload_shared(v.data, v.data->bytes.data(), v.data->bytes.size());
           note_constant(b->mem, v.data->bytes.data(), v.data->bytes.size());
         } else {
           // Converted once here (float32 -> float16, round to nearest even; the policy kept
           // constants beyond float16's range in float32).
-          const Tensor conv = convert_elements(*v.data, st);
-          b = cl_.upload(conv.bytes.data(), conv.bytes.size());
-          note_constant(b->mem, conv.bytes.data(), conv.bytes.size());
+          auto conv = std::make_shared<const Tensor>(convert_elements(*v.data, st));
+          b = cl_.upload_shared(conv, conv->bytes.data(), conv->bytes.size());
+          note_constant(b->mem, conv->bytes.data(), conv->bytes.size());
         }
         p_.weight_bytes += bytes;
       } else {
@@ -93,6 +93,14 @@ class Lowering : public PlanSink {
     charge(bytes, "weights");
     p_.owned.push_back(cl_.upload(data, bytes));
     p_.weight_bytes += bytes;  // packed weights and kernel parameters
+    note_constant(p_.owned.back()->mem, data, bytes);
+    return p_.owned.back()->mem;
+  }
+
+  cl_mem constant_shared(std::shared_ptr<const void> owner, const void* data, size_t bytes) override {
+    charge(bytes, "weights");
+    p_.owned.push_back(cl_.upload_shared(std::move(owner), data, bytes));
+    p_.weight_bytes += bytes;
     note_constant(p_.owned.back()->mem, data, bytes);
     return p_.owned.back()->mem;
   }
