@@ -253,6 +253,9 @@ TEST(KernelCache, BinaryStorageDecisionIsMeasuredAndKept) {
   char tmpl[] = "/tmp/ocl-infer-cache-test-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
+  // The decision at build time only: no background binary store after a warm start (which would
+  // add entries after a "no"; CompileHelpers.WarmStartStoresBinariesInTheBackground tests it).
+  ScopedEnv no_helpers("OCL_INFER_COMPILE_HELPERS", "0");
   // Four programs: all stored after a "yes", none after a "no".
   ModelBuilder m;
   m.input("x", DType::Float32, {3}).output("y");
