@@ -638,8 +638,22 @@ bool ClRuntime::store_program_binary(const UnstoredProgram& p) {
   cl_program prog = build_from_source(p.src, p.options, p.file);
   std::vector<unsigned char> bin;
   const bool ok = read_back_binary(prog, &bin);
+  cl_uint kernels = 0;
+  const bool have_kernels = clCreateKernelsInProgram(prog, 0, nullptr, &kernels) == CL_SUCCESS;
   clReleaseProgram(prog);
-  if (!ok) return false;
+  if (!ok || !have_kernels) return false;
+  // Loaded once here before it is written: a binary the driver cannot load back (PoCL once handed
+  // out one that crashed the next process) fails or crashes this helper, not a user's run.
+  const unsigned char* bp = bin.data();
+  size_t bl = bin.size();
+  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+  cl_program back = clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
+  bool loads = err == CL_SUCCESS && status == CL_SUCCESS &&
+               clBuildProgram(back, 1, &dev_.device, p.options.c_str(), nullptr, nullptr) == CL_SUCCESS;
+  cl_uint back_kernels = 0;
+  loads = loads && clCreateKernelsInProgram(back, 0, nullptr, &back_kernels) == CL_SUCCESS && back_kernels == kernels;
+  if (back) clReleaseProgram(back);
+  if (!loads) return false;
   make_dirs(cache_dir_);
   write_atomically(path, cache_entry_bytes(full_key, bin));
   return true;

@@ -181,9 +181,10 @@ class ClRuntime {
   std::string cache_entry_path(const std::string& file, const std::string& src, const std::string& options) const {
     return cache_entry(file, src, options).first;
   }
-  // Builds `src` (the driver's cache answers, if it built it before), reads its binary back and
-  // writes the disk cache entry that load_or_build_source would find. False when the driver gives
-  // no binary or there is no cache folder.
+  // Builds `src` (the driver's cache answers, if it built it before), reads its binary back,
+  // checks that the binary loads again with the same kernels, and writes the disk cache entry
+  // that load_or_build_source would find. False when the driver gives no binary, the binary does
+  // not load back, or there is no cache folder.
   bool store_program_binary(const UnstoredProgram& p);
 
  private:
