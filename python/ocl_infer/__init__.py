@@ -173,6 +173,8 @@ class Profile:
 
 
 def _as_feed(name: str, value: Any, declared: Optional[str] = None) -> np.ndarray:
+    if value is None:
+        raise InputError(f"input '{name}' is None")
     # Arrays keep their dtype (a mismatch is an error, as in onnxruntime); lists and scalars take
     # the input's declared type.
     if not isinstance(value, np.ndarray) and declared in _TYPE_STRINGS and declared not in ("bfloat16", "string"):

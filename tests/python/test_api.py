@@ -228,6 +228,10 @@ def test_errors_are_python_exceptions(models, tmp_path):
         sess.run(None, {"x": np.array(["a", "b"])})           # strings
     with pytest.raises(ocl_infer.InputError):
         sess.run(None, {"x": np.ones((1, 3, 2), np.complex64)})
+    with pytest.raises(ocl_infer.InputError, match="is None"):
+        sess.run(None, {"x": None})
+    with pytest.raises(ocl_infer.InputError):
+        sess.run(None, [x])                                   # not a dict
     # The session still works after every error.
     y, _ = sess.run(None, {"x": x})
     assert y.shape == (1, 3, 2)
