@@ -228,6 +228,8 @@ def test_errors_are_python_exceptions(models, tmp_path):
         sess.run(None, {"x": np.array(["a", "b"])})           # strings
     with pytest.raises(ocl_infer.InputError):
         sess.run(None, {"x": np.ones((1, 3, 2), np.complex64)})
+    with pytest.raises(ocl_infer.InputError, match="GiB of host memory"):  # 64 TiB, broadcast
+        sess.run(None, {"x": np.broadcast_to(np.float32(1), (1, 3, 2**44 // 3))})
     with pytest.raises(ocl_infer.InputError, match="is None"):
         sess.run(None, {"x": None})
     with pytest.raises(ocl_infer.InputError):
