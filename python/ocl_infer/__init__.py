@@ -184,12 +184,17 @@ def _host_available_bytes() -> Optional[int]:
     return None
 
 
+_CHECK_HOST_MEMORY_ABOVE = 1 << 30
+
+
 def _check_host_memory(name: str, array: np.ndarray, copies: int) -> None:
     # The feed is copied (`copies` times here, once more into the C++ tensor) and then lives on
     # the device (host memory on a CPU device) next to an output of about its size, before the
     # session's own memory check has counted all of it: an input the host cannot hold that many
     # times fails here instead of waking the OOM killer (an 8 GiB input on a 24 GiB host did).
     need = array.size * array.itemsize * (copies + 3)
+    if need < _CHECK_HOST_MEMORY_ABOVE:
+        return  # run() is a hot path: /proc/meminfo is read only for large feeds
     available = _host_available_bytes()
     if available is not None and need > available:
         raise InputError(f"input '{name}' {list(array.shape)} {array.dtype} needs about {need / 2**30:.1f} GiB "
