@@ -26,6 +26,8 @@
 //   conv: -DOCB=4|8|16 -DOWB=n and the window (-DKD.. -DSD.. -DDD..); -DPOINTWISE -DPXB=8|16 for
 //         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group; -DQTILED with tiled.cl's
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
+//   VNNI conv (x86 AVX-512 VNNI, see below): -DQVNNI -DOWB=n -DOCV=1|2|4, the window, -DX_SIGNED
+//         for int8 inputs
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
 //         GPU-shaped one
 #include "epilogue.cl"
@@ -450,6 +452,131 @@ __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qconv_tiled(
   }
 }
 #endif  // QTILED
+
+// ---- x86 AVX-512 VNNI convolution (-DQVNNI) ---------------------------------------------------
+// Only built where DeviceCaps::x86_vnni512 holds (PoCL's CPU driver on a host whose CPU has
+// AVX512_VNNI): vpdpbusd adds to each int lane the dot product of 4 unsigned bytes with 4 signed
+// bytes, 64 exact 8-bit products per instruction where a float FMA does 16. OpenCL C has no such
+// builtin and PoCL's work-group functions lack the CPU feature the clang builtin asks for, so
+// the instruction comes as inline assembly (AT&T operand order: dst += src1(u8) . src2(s8)).
+//
+// Arithmetic, exact like the float kernels: inputs become unsigned bytes u = x - XMIN (signed
+// inputs + 128) with the zero point z shifted alike, weights signed bytes w' = w - w_zero (the
+// host checks that every one fits), and
+//   sum (x - x_zero) * w'  =  sum u * w'  -  z * sum w'
+// where every position outside the input (padding) and every channel past C_g holds z, so that
+// their products cancel exactly; the host keeps sum |u * w'| below 2^30.
+#if defined(QVNNI) && !defined(PACK_WEIGHTS)
+#ifdef X_SIGNED
+#define U8(v) ((uint)((int)(v) + 128))
+#else
+#define U8(v) ((uint)(v))
+#endif
+
+// X [N][G*C_g][D][H][W] -> Xp [N*G][C4][Dp][Hp][Wp] uints, byte q of a uint from channel 4*c4+q;
+// padded coordinates (the padding before the input is pad_*, the extents Dp/Hp/Wp cover every
+// read of qconv_vnni). Global: (Wp, Dp*Hp, N*G*C4).
+__kernel void qvnni_pack_input(__global const XT* restrict X, __global const XT* xz, __global uint* restrict Xp,
+                               int C_g, int D, int H, int W, int C4, int Dp, int Hp, int Wp, int pad_d, int pad_h,
+                               int pad_w) {
+  const int x = get_global_id(0), dh = get_global_id(1), ngc = get_global_id(2);
+  if (x >= Wp || dh >= Dp * Hp) return;
+  const int c4 = ngc % C4, ng = ngc / C4;
+  const int dd = dh / Hp, hh = dh % Hp;
+  const int id = dd - pad_d, ih = hh - pad_h, iw = x - pad_w;
+  const uint z = U8(xz[0]);
+  uint v = z * 0x01010101u;
+  if (id >= 0 && id < D && ih >= 0 && ih < H && iw >= 0 && iw < W) {
+    const long plane = (long)D * H * W;
+    const __global XT* src = X + ((long)ng * C_g + c4 * 4) * plane + ((long)id * H + ih) * W + iw;
+    const int here = min(4, C_g - c4 * 4);
+    v = 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) v |= (q < here ? U8(src[q * plane]) : z) << (8 * q);
+  }
+  Xp[(((long)ngc * Dp + dd) * Hp + hh) * Wp + x] = v;
+}
+
+#define DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
+
+// A work-item computes OCV x 16 output channels x OWB pixels of one output row. Wq
+// [G][oc_blocks][C4][KD][KH][KW][OCV] int16 vectors (lane l of vector v: output channel
+// 16*(OCV*block + v) + l, its 4 bytes the weights of channels 4*c4..4*c4+3); wsum[m] = sum of
+// output channel m's w'. Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH).
+__kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16* restrict Wq,
+                         __global const int* restrict wsum, __global const int* restrict bias,
+                         __global const float* xs, __global const XT* xz, __global const float* ws,
+                         __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C4, int Dp,
+                         int Hp, int Wp, int M_g, int OD, int OH, int OW, int G, int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int ow0 = get_global_id(1) * OWB;
+  if (ob >= oc_blocks || ow0 >= OW) return;
+  const int ohw = OD * OH;
+  const int odh = get_global_id(2) % ohw;
+  const int od = odh / OH, oh = odh % OH;
+  const int ng = get_global_id(2) / ohw;
+  const int g = ng % G, n = ng / G;
+  Xp += (long)ng * C4 * Dp * Hp * Wp;
+  Wq += ((long)g * oc_blocks + ob) * C4 * (KD * KH * KW * OCV);
+
+  int16 acc[OCV * OWB];
+#pragma unroll
+  for (int i = 0; i < OCV * OWB; ++i) acc[i] = (int16)0;
+  const int id0 = od * SD, ih0 = oh * SH, iw0 = ow0 * SW;
+  for (int c = 0; c < C4; ++c) {
+    for (int kd = 0; kd < KD; ++kd) {
+      for (int kh = 0; kh < KH; ++kh) {
+        const __global uint* xr = Xp + (((long)c * Dp + id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp + iw0;
+        const __global int16* wr = Wq + ((c * KD + kd) * KH + kh) * (KW * OCV);
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          int16 w[OCV];
+#pragma unroll
+          for (int v = 0; v < OCV; ++v) w[v] = wr[kw * OCV + v];
+#pragma unroll
+          for (int j = 0; j < OWB; ++j) {
+            const int16 x = (int16)((int)xr[j * SW + kw * DW]);
+#pragma unroll
+            for (int v = 0; v < OCV; ++v) DPBUSD(acc[v * OWB + j], x, w[v]);
+          }
+        }
+      }
+    }
+  }
+
+  OUT_PARAMS
+  const int z = (int)U8(xz[0]);
+  const long oplane = (long)OD * OH * OW;
+  const int pixels = min(OWB, OW - ow0);
+#pragma clang loop unroll(disable)
+  for (int v = 0; v < OCV; ++v) {
+    const int oc0 = (ob * OCV + v) * 16;
+    const int channels = min(16, M_g - oc0);
+    if (channels <= 0) break;
+    int r[OWB][16];
+#pragma unroll
+    for (int j = 0; j < OWB; ++j) vstore16(acc[v * OWB + j], 0, r[j]);
+    const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
+    for (int c = 0; c < channels; ++c) {
+      const int m = g * M_g + oc0 + c;
+      const int b = BIAS(m) - z * wsum[m];
+      const float mult = MULT(m);
+#if defined(VEC_FINISH) && OWB == 8
+      if (pixels == 8) {
+        int t[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) t[j] = r[j][c];
+        FINISH_VEC(8, Y, y0 + c * oplane, vload8(0, t), b, mult);
+        continue;
+      }
+#endif
+#pragma unroll
+      for (int j = 0; j < OWB; ++j)
+        if (j < pixels) FINISH(Y, y0 + c * oplane + j, r[j][c], b, mult);
+    }
+  }
+}
+#endif  // QVNNI
 
 // ---- matrix product -------------------------------------------------------------------------
 #if defined(NB) && !defined(PACK_WEIGHTS)

@@ -398,6 +398,7 @@ struct QConvDesc {
   bool pointwise = false;
   bool const_w = false;  // weights and their zero points are constants (packed at plan time)
   int64_t max_x = 255;   // the largest |x - x_zero|
+  bool w_fits_s8 = false;  // constant weights whose every w - w_zero fits a signed byte
   DType xt = DType::UInt8, yt = DType::UInt8;
 };
 
@@ -423,6 +424,24 @@ QConvDesc qconv_desc(const OpContext& ctx) {
   d.xt = ctx.in_type(q.x);
   d.yt = ctx.out_value(0).dtype;
   return d;
+}
+
+// Whether every w - w_zero of constant 8-bit weights [rows][K] fits a signed byte.
+bool weights_fit_s8(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K) {
+  const bool per_row = zp && zp->numel() != 1;
+  if (!zp || (!per_row && host_get_i(*zp, 0) == 0)) {
+    if (w.dtype == DType::Int8) return true;
+    const uint8_t* p = w.data<uint8_t>();
+    return std::all_of(p, p + w.numel(), [](uint8_t v) { return v < 128; });
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t z = host_get_i(*zp, per_row ? r : 0);
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t v = host_get_i(w, r * K + k) - z;
+      if (v < -128 || v > 127) return false;
+    }
+  }
+  return true;
 }
 
 std::string qconv_window(const QConvDesc& d) {
@@ -541,6 +560,83 @@ void qpacked_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) 
              i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
 }
 
+// vnni: x86 AVX-512 VNNI (DeviceCaps::x86_vnni512), 4 input channels per vpdpbusd lane; the
+// input first repacked into 4-channel groups with its padding made real (kernels/quant.cl,
+// QVNNI). Needs constant weights whose every w - w_zero fits a signed byte and sums that stay
+// below 2^30.
+constexpr int64_t kVnniMaxSteps = (int64_t{1} << 30) / (255 * 128);
+
+bool qvnni_applies(const QConvDesc& d, const DeviceCaps& c) {
+  return c.x86_vnni512 && d.const_w && d.w_fits_s8 && ((d.C_g + 3) / 4) * 4 * d.taps <= kVnniMaxSteps;
+}
+// Depthwise convs (one channel per group) would use a quarter of every instruction.
+bool qvnni_preferred(const QConvDesc& d, const DeviceCaps&) { return d.C_g >= 4; }
+VariantParams qvnni_defaults(const QConvDesc& d, const DeviceCaps&) {
+  const int64_t ow = d.out3[2];
+  const int owb = ow <= 8 ? static_cast<int>(ow) : (ow % 8 != 0 && ow % 7 == 0 ? 7 : 8);
+  return {{"owb", owb}, {"ocv", d.M_g > 16 ? 2 : 1}};
+}
+bool qvnni_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int owb = p.at("owb"), ocv = p.at("ocv");
+  return owb >= 1 && owb <= 16 && (ocv == 1 || ocv == 2 || ocv == 4) && owb * ocv <= 28;
+}
+
+// The weights as int16 vectors of 4 signed bytes (see qconv_vnni) and each output channel's sum.
+struct VnniWeights {
+  std::vector<uint32_t> packed;
+  std::vector<int32_t> sums;
+};
+
+VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int ocv) {
+  const int64_t C4 = (d.C_g + 3) / 4, block = 16 * ocv, blocks = (d.M_g + block - 1) / block;
+  VnniWeights r;
+  r.packed.assign(static_cast<size_t>(d.s.G * blocks * C4 * d.taps * block), 0u);
+  r.sums.assign(static_cast<size_t>(d.s.M), 0);
+  for (int64_t m = 0; m < d.s.M; ++m) {
+    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
+    const int64_t g = m / d.M_g, oc = m % d.M_g, b = oc / block, lane = oc % block;
+    int64_t sum = 0;
+    for (int64_t c = 0; c < d.C_g; ++c)
+      for (int64_t t = 0; t < d.taps; ++t) {
+        const int64_t v = host_get_i(w, (m * d.C_g + c) * d.taps + t) - z;
+        sum += v;
+        const size_t i = static_cast<size_t>((((g * blocks + b) * C4 + c / 4) * d.taps + t) * block + lane);
+        r.packed[i] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * (c % 4));
+      }
+    r.sums[static_cast<size_t>(m)] = static_cast<int32_t>(sum);
+  }
+  return r;
+}
+
+void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int owb = p.at("owb"), ocv = p.at("ocv");
+  const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
+  const VnniWeights vw = pack_vnni_weights(ctx.in_data(q.w), zp, d, ocv);
+  cl_mem wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
+  cl_mem wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
+  const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + 16 * ocv - 1) / (16 * ocv);
+  const int64_t ow_blocks = (d.out3[2] + owb - 1) / owb;
+  // The padded input extents that cover every read (whole OWB blocks included).
+  const int64_t Dp = (d.out3[0] - 1) * d.st3[0] + (d.k3[0] - 1) * d.d3[0] + 1;
+  const int64_t Hp = (d.out3[1] - 1) * d.st3[1] + (d.k3[1] - 1) * d.d3[1] + 1;
+  const int64_t Wp = (ow_blocks * owb - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1;
+  const std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) +
+                           qconv_window(d) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Dp * Hp * Wp});
+  ctx.launch("quant", "qvnni_pack_input", opts,
+             {static_cast<size_t>(Wp), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * C4)}, {},
+             ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(C4),
+             i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+  ctx.launch("quant", "qconv_vnni", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>(ow_blocks),
+              static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
+             {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(Dp),
+             i32(Hp), i32(Wp), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G),
+             i32(blocks));
+}
+
 // tiled: the GPU-shaped implicit GEMM of the fp32 family on 8-bit data (kernels/tiled.cl).
 bool qtiled_applies(const QConvDesc& d, const DeviceCaps& c) {
   return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
@@ -591,6 +687,9 @@ const KernelFamily<QConvDesc>& qconv_family() {
            tiled_param_space(), qtiled_applies, qtiled_valid, qtiled_defaults, qtiled_run, qtiled_preferred},
           {"depthwise", "8-bit, one channel in and out per group: one output row per work-item, OWB-pixel vectors",
            {{"owb", {4, 8, 16}}}, qdw_applies, qdw_valid, qdw_defaults, qdw_run},
+          {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
+           {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,
+           qvnni_preferred},
           {"pointwise", "8-bit 1x1, stride 1, unpadded: OCB channels x PXB pixels, vectors along the pixels",
            {{"ocb", {4, 8, 16}}, {"pxb", {8, 16}}}, qpw_applies, qpw_valid, qpw_defaults, qpw_run},
           {"packed", "any 8-bit conv: OCB channels x OWB pixels of one output row per work-item",
@@ -602,7 +701,11 @@ const KernelFamily<QConvDesc>& qconv_family() {
 }
 
 void qconv_build(BuildContext& ctx) {
-  const QConvDesc d = qconv_desc(ctx);
+  QConvDesc d = qconv_desc(ctx);
+  if (ctx.caps().x86_vnni512 && d.const_w) {
+    const QSlots& q = slots_of(ctx);
+    d.w_fits_s8 = weights_fit_s8(ctx.in_data(q.w), has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr, d.s.M, d.K);
+  }
   for (int i = 0; i < 3; ++i)
     if ((d.k3[i] - 1) * d.d3[i] + 1 > 1024 || d.st3[i] > 1024)
       ctx.unsupported("a window spanning " + std::to_string((d.k3[i] - 1) * d.d3[i] + 1) + " elements with stride " +

@@ -15,6 +15,9 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "runtime/backend/kernel_table.hpp"
 #include "runtime/backend/program_bundle.hpp"
@@ -239,8 +242,26 @@ std::string DeviceCaps::summary() const {
   if (fp64) s += ", fp64";
   if (subgroups) s += ", subgroups";
   if (integer_dot_product) s += ", int dot product";
+  if (x86_vnni512) s += ", x86 AVX-512 VNNI";
   s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
   return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
+}
+
+// Whether this host's CPU executes AVX-512 VNNI (vpdpbusd on zmm registers): cpuid leaf 7 says
+// AVX512F, AVX512BW and AVX512_VNNI, and XCR0 says the OS saves the opmask and zmm state.
+static bool host_has_avx512_vnni() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xe6) != 0xe6) return false;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool f = b & (1u << 16), bw = b & (1u << 30), vnni = c & (1u << 11);
+  return f && bw && vnni;
+#else
+  return false;
+#endif
 }
 
 DeviceCaps query_caps(cl_device_id d) {
@@ -271,6 +292,14 @@ DeviceCaps query_caps(cl_device_id d) {
   c.fp64 = c.has("cl_khr_fp64");
   c.subgroups = c.has("cl_khr_subgroups") || c.has("cl_intel_subgroups");
   c.integer_dot_product = c.has("cl_khr_integer_dot_product");
+  if (c.type == DeviceClass::CPU) {
+    // PoCL's CPU drivers compile for and run on this host; no other implementation takes x86
+    // inline assembly (rusticl's llvmpipe goes through SPIR-V).
+    const cl_platform_id p = device_scalar<cl_platform_id>(d, CL_DEVICE_PLATFORM);
+    const char* env = std::getenv("OCL_INFER_VNNI");
+    c.x86_vnni512 = platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language" &&
+                    !(env && std::string(env) == "0") && host_has_avx512_vnni();
+  }
   // "OpenCL C 1.2 pocl" -> 1, 2
   const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);
   int major = 0, minor = 0;

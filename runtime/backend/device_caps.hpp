@@ -34,6 +34,11 @@ struct DeviceCaps {
   bool fp64 = false;                // cl_khr_fp64
   bool subgroups = false;           // cl_khr_subgroups or cl_intel_subgroups
   bool integer_dot_product = false;  // cl_khr_integer_dot_product
+  // The device is PoCL's CPU driver on this x86-64 host and the host CPU has AVX-512 VNNI (with
+  // the OS saving zmm state): kernels may use the vpdpbusd instruction through inline assembly
+  // (kernels/quant.cl, QVNNI). A capability of the CPU, read with cpuid, never a vendor id;
+  // OCL_INFER_VNNI=0 turns it off.
+  bool x86_vnni512 = false;
 
   bool has(const std::string& ext) const { return extensions.count(ext) != 0; }
   bool is_cpu() const { return type == DeviceClass::CPU; }
