@@ -544,6 +544,8 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
     }
   }
 
+  // Requantization runs on whole vectors of 16 channels (per pixel), then each channel's pixels
+  // are stored from a private copy; per element it cost twice the products.
   OUT_PARAMS
   const int z = (int)U8(xz[0]);
   const long oplane = (long)OD * OH * OW;
@@ -553,27 +555,39 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
     const int oc0 = (ob * OCV + v) * 16;
     const int channels = min(16, M_g - oc0);
     if (channels <= 0) break;
-    int r[OWB][16];
+    int ov[16];
+    float mv[16];
+    for (int l = 0; l < 16; ++l) {
+      const int m = g * M_g + oc0 + min(l, channels - 1);
+      ov[l] = BIAS(m) - z * wsum[m];
+      mv[l] = MULT(m);
+    }
+    const int16 offs = vload16(0, ov);
+    YT r[OWB][16];
+#if defined(OUT_I32)
 #pragma unroll
-    for (int j = 0; j < OWB; ++j) vstore16(acc[v * OWB + j], 0, r[j]);
-    const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
-    for (int c = 0; c < channels; ++c) {
-      const int m = g * M_g + oc0 + c;
-      const int b = BIAS(m) - z * wsum[m];
-      const float mult = MULT(m);
-#if defined(VEC_FINISH) && OWB == 8
-      if (pixels == 8) {
-        int t[8];
+    for (int j = 0; j < OWB; ++j) vstore16(acc[v * OWB + j] + offs, 0, r[j]);
+#elif defined(VEC_FINISH)
+    const float16 mult = vload16(0, mv);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) t[j] = r[j][c];
-        FINISH_VEC(8, Y, y0 + c * oplane, vload8(0, t), b, mult);
-        continue;
-      }
+    for (int j = 0; j < OWB; ++j) {
+      float16 f = convert_float16(acc[v * OWB + j] + offs) * mult;
+      VEC_ACT(f);
+      f = clamp(f, (float)(QMIN - y_zero), (float)(QMAX - y_zero));
+      vstore16(CAT(convert_, CAT(YT, 16))(convert_int16(rint(f)) + y_zero), 0, r[j]);
+    }
+#else
+    for (int j = 0; j < OWB; ++j) {
+      int t[16];
+      vstore16(acc[v * OWB + j] + offs, 0, t);
+      for (int l = 0; l < 16; ++l) r[j][l] = (YT)requantize(t[l], mv[l], y_scale, y_zero);
+    }
 #endif
+    const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
+    for (int c = 0; c < channels; ++c)
 #pragma unroll
       for (int j = 0; j < OWB; ++j)
-        if (j < pixels) FINISH(Y, y0 + c * oplane + j, r[j][c], b, mult);
-    }
+        if (j < pixels) Y[y0 + c * oplane + j] = r[j][c];
   }
 }
 #endif  // QVNNI
