@@ -88,22 +88,32 @@ inline ushort float_to_bf16_bits(float f) {
 #define LD_F32(p, i) ((p)[i])
 #define LD_F16(p, i) half_bits_to_float(((const __global ushort*)(p))[i])
 #define LD_BF16(p, i) as_float((uint)(((const __global ushort*)(p))[i]) << 16)
+// 8-bit integer storage (U8: uchar, S8: char): scalars keep their type, vectors are handled as
+// floats (exact), for kernels that select among stored values (max pooling).
+#define LD_U8(p, i) ((p)[i])
+#define LD_S8(p, i) ((p)[i])
 #define LD_(s, p, i) LD_##s(p, i)
 #define LD(s, p, i) LD_(s, p, i)
 
 #define ST_F32(p, i, v) ((p)[i] = (v))
 #define ST_F16(p, i, v) (((__global ushort*)(p))[i] = float_to_half_bits(v))
 #define ST_BF16(p, i, v) (((__global ushort*)(p))[i] = float_to_bf16_bits(v))
+#define ST_U8(p, i, v) ((p)[i] = (v))
+#define ST_S8(p, i, v) ((p)[i] = (v))
 #define ST_(s, p, i, v) ST_##s(p, i, v)
 #define ST(s, p, i, v) ST_(s, p, i, v)
 
 #define LDN_F32(n, p, i) vload##n((i), (p))
 #define LDN_F16(n, p, i) half_bits_to_float##n(vload##n((i), (const __global ushort*)(p)))
+#define LDN_U8(n, p, i) convert_float##n(vload##n((i), (p)))
+#define LDN_S8(n, p, i) convert_float##n(vload##n((i), (p)))
 #define LDN_(s, n, p, i) LDN_##s(n, p, i)
 #define LDN(s, n, p, i) LDN_(s, n, p, i)
 
 #define STN_F32(n, p, i, v) vstore##n((v), (i), (p))
 #define STN_F16(n, p, i, v) vstore##n(float_to_half_bits##n(v), (i), (__global ushort*)(p))
+#define STN_U8(n, p, i, v) vstore##n(convert_uchar##n(v), (i), (p))
+#define STN_S8(n, p, i, v) vstore##n(convert_char##n(v), (i), (p))
 #define STN_(s, n, p, i, v) STN_##s(n, p, i, v)
 #define STN(s, n, p, i, v) STN_(s, n, p, i, v)
 

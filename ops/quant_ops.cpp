@@ -930,7 +930,18 @@ void qbinary_build(BuildContext& ctx) {
   if (add) d += float_define("QA_M", a.scale / y.scale) + float_define("QB_M", b.scale / y.scale);
   else d += float_define("QA_M", a.scale * b.scale / y.scale);
   d += scaled_activation(ctx, y.scale);
-  launch_elementwise(ctx, add ? "QADD" : "QMUL", {ctx.input(0), ctx.input(3)}, ctx.output(0), d);
+  const Operand out = ctx.output(0);
+  if (ctx.in_shape(0) == out.shape && ctx.in_shape(3) == out.shape) {
+    // No broadcast: 16 outputs per work-item as vectors (kernels/elementwise.cl).
+    const size_t items = static_cast<size_t>((out.numel() + 15) / 16), local = ctx.caps().linear_local();
+    if (items == 0) return;
+    ctx.launch("elementwise", "ew_qbinary_vec",
+               std::string("-DOP_") + (add ? "QADD" : "QMUL") + type_defines({{"TA", t}, {"TB", t}, {"TO", t}}) +
+                   " -DTO_INT" + d,
+               {(items + local - 1) / local * local}, {local}, ctx.in_buf(0), ctx.in_buf(3), out.mem, out.numel());
+    return;
+  }
+  launch_elementwise(ctx, add ? "QADD" : "QMUL", {ctx.input(0), ctx.input(3)}, out, d);
 }
 
 void qunary_infer(OpContext& ctx) {
