@@ -201,6 +201,42 @@ TEST(Pool, MaxPoolUint8) {
   EXPECT_EQ(out.at("y").bytes, ref.bytes);
 }
 
+// 8-bit MaxPool over rows long enough for the vector path (8 outputs at a time, converted to float
+// and back), with a ragged end, padding and strides 1 and 2, uint8 and int8 (as uint8 + 128).
+TEST(Pool, MaxPool8BitRowsMatchReference) {
+  std::mt19937 rng(34);
+  const std::vector<PoolCase> cases = {
+      {"MaxPool", {1, 3, 20, 37}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+      {"MaxPool", {2, 2, 9, 45}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {"MaxPool", {1, 2, 8, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+  };
+  for (const auto& c : cases)
+    for (DType t : {DType::UInt8, DType::Int8}) {
+      SCOPED_TRACE(std::to_string(c.x.back()) + " columns, stride " + std::to_string(c.s[0]) +
+                   (t == DType::UInt8 ? ", uint8" : ", int8"));
+      Tensor x(DType::UInt8, c.x), xi(t, c.x);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        x.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256);
+        if (t == DType::Int8) xi.data<int8_t>()[i] = static_cast<int8_t>(static_cast<int>(x.data<uint8_t>()[i]) - 128);
+      }
+      ModelBuilder m;
+      m.input("x", t, c.x).output("y");
+      auto& node = m.node("MaxPool", {"x"}, {"y"});
+      attr_ints(node, "kernel_shape", c.k);
+      attr_ints(node, "strides", c.s);
+      attr_ints(node, "pads", c.pads);
+      const Tensor ref = pool_reference(c, x).first;
+      auto out = run_model(m, {{"x", t == DType::UInt8 ? x : xi}});
+      ASSERT_EQ(out.at("y").shape, ref.shape);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const int got = t == DType::UInt8 ? out.at("y").data<uint8_t>()[i] : out.at("y").data<int8_t>()[i] + 128;
+        bad += got != ref.data<uint8_t>()[i];
+      }
+      EXPECT_EQ(bad, 0);
+    }
+}
+
 TEST(Pool, GlobalPoolsMatchReference) {
   std::mt19937 rng(33);
   for (auto shape : std::vector<std::vector<int64_t>>{{2, 5, 7, 3}, {1, 3, 29}, {1, 2, 3, 4, 5}, {2, 3, 16, 16}}) {

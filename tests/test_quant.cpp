@@ -4,8 +4,14 @@
 // com.microsoft QLinear* ops, the fuse_qdq pass (fused vs unfused graphs), and bad parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <random>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "model_builder.hpp"
 
@@ -269,6 +275,123 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
       int64_t first = -1;
       EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
       EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+    }
+  }
+}
+
+namespace {
+
+// Whether the runtime should offer the x86 VNNI conv here, judged independently of it: the first
+// device is PoCL's CPU driver, this host's CPU reports AVX512F, AVX512BW and AVX512_VNNI with the
+// OS saving zmm state, and OCL_INFER_VNNI is not 0.
+bool expect_vnni() {
+#if defined(__x86_64__)
+  const char* env = std::getenv("OCL_INFER_VNNI");
+  if (env && std::string(env) == "0") return false;
+  const auto devs = ocl_infer::list_devices();
+  if (devs.empty() || devs[0].type != "CPU" || devs[0].platform != "Portable Computing Language") return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xe6) != 0xe6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & (1u << 16)) && (b & (1u << 30)) && (c & (1u << 11));
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+// The vpdpbusd conv (qconv=vnni) against the integer reference, bit for bit: channel counts that
+// are no multiple of 4 or 16, groups, strides, dilations, padding, batches, int8 and uint8 inputs,
+// the extreme values of both operands over a long reduction, every register-block shape, and
+// ConvInteger's raw sums from constant weights. uint8 weights whose w - w_zero leaves the signed
+// byte range must fall back to another variant with the same results.
+TEST(Quant, VnniConvMatchesIntegerReference) {
+  const bool vnni = expect_vnni();
+  if (!vnni) std::cout << "no AVX-512 VNNI on this device: checking the fallback only\n";
+  std::mt19937 rng(17);
+  struct Case {
+    QConvCase c;
+    int extremes;       // 0: random values; 1: only the extreme values of x and w
+    bool w_fits = true;  // uint8 weights drawn within [wz - 128, wz + 127]
+  };
+  const Case cases[] = {
+      {{2, 5, 9, 13, 37, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+      {{1, 12, 10, 11, 20, 3, 2, 2, 2, 2, DType::Int8, DType::Int8, true, true, false}, 0},
+      {{1, 64, 7, 7, 64, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, false, false, false}, 0},
+      {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+      {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
+      {{1, 256, 5, 6, 17, 3, 1, 1, 1, 1, DType::Int8, DType::Int8, false, true, false}, 1},
+      {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, true},
+      {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, false},
+  };
+  for (const Case& k : cases) {
+    const QConvCase& c = k.c;
+    SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
+                 " stride=" + std::to_string(c.stride) + " group=" + std::to_string(c.group) +
+                 (k.extremes ? " extremes" : "") + (k.w_fits ? "" : " (weights beyond int8)"));
+    Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
+    Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
+    std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
+    std::vector<int> wz(ws.size());
+    Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ws[i] = 0.0002f * static_cast<float>(i % 7 + 1);
+      wz[i] = c.wt == DType::Int8 ? 0 : 126 + static_cast<int>(i % 5);
+      seti(wzt, static_cast<int64_t>(i), wz[i]);
+    }
+    const int64_t per_m = w.numel() / c.M;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const int z = wz[ws.size() == 1 ? 0 : static_cast<size_t>(i / per_m)];
+      if (k.extremes) seti(w, i, rng() % 2 ? qhi(c.wt) : qlo(c.wt));
+      else if (c.wt == DType::UInt8 && k.w_fits) seti(w, i, std::clamp(z - 128 + static_cast<int>(rng() % 256), 0, 255));
+    }
+    if (c.wt == DType::UInt8 && !k.w_fits) seti(w, 1, 255);  // 255 - 126 = 129: beyond a signed byte
+    if (k.extremes)
+      for (int64_t i = 0; i < x.numel(); ++i) seti(x, i, rng() % 2 ? qhi(c.xt) : qlo(c.xt));
+    const int xz = c.xt == DType::UInt8 ? 7 : -100;
+    const float xs = 0.02f, ys = 0.37f;
+    const int yz = 117;
+    Tensor bias(DType::Int32, {c.M});
+    for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
+    ModelBuilder m(13);
+    m.input("x", c.xt, {c.N, c.C, c.H, c.W})
+        .initializer("xs", scalar_f(xs))
+        .initializer("xz", scalar_q(c.xt, xz))
+        .initializer("w", w)
+        .initializer("ws", c.per_channel ? floats(ws) : scalar_f(ws[0]))
+        .initializer("wz", wzt)
+        .initializer("ys", scalar_f(ys))
+        .initializer("yz", scalar_q(DType::UInt8, yz))
+        .initializer("b", bias);
+    std::vector<std::string> ins{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
+    if (c.bias) ins.push_back("b");
+    for (const char* op : {"QLinearConv", "ConvInteger"}) {
+      auto& n = std::string(op) == "QLinearConv" ? m.node(op, ins, {"y"}) : m.node(op, {"x", "w", "xz", "wz"}, {"acc"});
+      attr_ints(n, "strides", {c.stride, c.stride});
+      attr_ints(n, "pads", {c.pad, c.pad, c.pad, c.pad});
+      attr_ints(n, "dilations", {c.dil, c.dil});
+      attr_i(n, "group", c.group);
+    }
+    m.output("y").output("acc");
+    const Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
+    const Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
+    for (const char* variant : {"qconv=vnni", "qconv=vnni:owb=4,ocv=1", "qconv=vnni:owb=16,ocv=1",
+                                "qconv=vnni:owb=7,ocv=4", "qconv=vnni:owb=14,ocv=2"}) {
+      SCOPED_TRACE(variant);
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = variant;
+      opt.profiling = true;
+      auto s = open_session(m, opt);
+      auto out = s.run({{"x", x}});
+      int64_t first = -1;
+      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+      int used = 0;
+      for (const auto& r : s.profile()) used += r.kernel == "quant:qconv_vnni";
+      EXPECT_EQ(used, vnni && k.w_fits ? 2 : 0) << "launches of the vnni conv (QLinearConv and ConvInteger)";
     }
   }
 }
@@ -538,6 +661,39 @@ TEST(Quant, BadQuantizationParametersAreClearErrors) {
   m2.node("DequantizeLinear", {"x", "s", "z"}, {"y"});
   m2.output("y");
   EXPECT_THROW(run_model(m2, {{"x", Tensor(DType::Int32, {4})}}), ocl_infer::ModelError);
+}
+
+// QLinearAdd / QLinearMul of two operands of the output's shape take a vector kernel (16 lanes per
+// work-item, the tail one by one): uint8 and int8, 16 x 13 + 2 values, against the formula.
+TEST(Quant, QLinearAddMulSameShapeMatchReference) {
+  std::mt19937 rng(21);
+  for (DType t : {DType::UInt8, DType::Int8}) {
+    SCOPED_TRACE(t == DType::UInt8 ? "uint8" : "int8");
+    const std::vector<int64_t> shape{2, 5, 3, 7};
+    Tensor a = random_q(t, shape, rng), b = random_q(t, shape, rng);
+    const float as = 0.03f, bs = 0.05f, ys = 0.07f;
+    const int az = t == DType::UInt8 ? 120 : -5, bz = t == DType::UInt8 ? 3 : 17, yz = t == DType::UInt8 ? 128 : 0;
+    ModelBuilder m = contrib_model();
+    m.input("a", t, shape).input("b", t, shape);
+    m.initializer("as", scalar_f(as)).initializer("az", scalar_q(t, az));
+    m.initializer("bs", scalar_f(bs)).initializer("bz", scalar_q(t, bz));
+    m.initializer("ys", scalar_f(ys)).initializer("yz", scalar_q(t, yz));
+    for (const char* op : {"QLinearAdd", "QLinearMul"})
+      m.node(op, {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {std::string(op) + "_y"}).set_domain("com.microsoft");
+    m.output("QLinearAdd_y").output("QLinearMul_y");
+    auto out = run_model(m, {{"a", a}, {"b", b}});
+    int64_t add_bad = 0, mul_bad = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float da = static_cast<float>(geti(a, i) - az), db = static_cast<float>(geti(b, i) - bz);
+      const float add = da * (as / ys) + db * (bs / ys), mul = da * db * (as * bs / ys);
+      const int64_t add_q = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(add)) + yz, qlo(t), qhi(t));
+      const int64_t mul_q = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(mul)) + yz, qlo(t), qhi(t));
+      add_bad += geti(out["QLinearAdd_y"], i) != add_q;
+      mul_bad += geti(out["QLinearMul_y"], i) != mul_q;
+    }
+    EXPECT_EQ(add_bad, 0);
+    EXPECT_EQ(mul_bad, 0);
+  }
 }
 
 TEST(Quant, QLinearConcatRequantizesEachOperand) {
