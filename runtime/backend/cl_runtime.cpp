@@ -297,8 +297,11 @@ DeviceCaps query_caps(cl_device_id d) {
     // inline assembly (rusticl's llvmpipe goes through SPIR-V).
     const cl_platform_id p = device_scalar<cl_platform_id>(d, CL_DEVICE_PLATFORM);
     const char* env = std::getenv("OCL_INFER_VNNI");
+    // A preferred float vector width of 16 says that PoCL compiles for a target with 512-bit
+    // registers (the assembly's operands are zmm registers).
     c.x86_vnni512 = platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language" &&
-                    !(env && std::string(env) == "0") && host_has_avx512_vnni();
+                    c.preferred_vector_width_float >= 16 && !(env && std::string(env) == "0") &&
+                    host_has_avx512_vnni();
   }
   // "OpenCL C 1.2 pocl" -> 1, 2
   const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);
