@@ -352,7 +352,10 @@ __kernel void ew_qbinary_vec(__global const TA* a, __global const TB* b, __globa
 #else
   float16 v = convert_float16(xa * xb) * QA_M;
 #endif
-  v = clamp(rint(QACT_APPLY(v)) + (float)QY_Z, (float)QMIN, (float)QMAX);
+  // Clamped first so that the rounding can add and subtract 1.5 * 2^23 (exact below 2^22; PoCL's
+  // vector rint is slow); values past the range still saturate, NaN still gives QMIN.
+  v = clamp(QACT_APPLY(v), (float)(QMIN - QY_Z - 1), (float)(QMAX - QY_Z + 1));
+  v = clamp(((v + 12582912.0f) - 12582912.0f) + (float)QY_Z, (float)QMIN, (float)QMAX);
   vstore16(CAT_(convert_, QVEC(TO))(v), 0, y + i0);
 }
 #endif

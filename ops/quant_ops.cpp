@@ -503,6 +503,32 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   int64_t max_w = 0;
   cl_mem wp = qconv_weights(ctx, d, static_cast<size_t>(d.s.M * d.taps),
                             [&](int64_t m, int64_t k) { return static_cast<size_t>(m * d.taps + k); }, 4, &max_w);
+  const int owb = p.at("owb");
+  if (d.st3[2] == 1 || (d.st3[2] == 2 && owb <= 16)) {
+    // Strides 1 and 2: the input copied with its padding made real, then one vector load per tap
+    // (kernels/quant.cl, qconv_depthwise_padded).
+    const int64_t vload = owb * d.st3[2], blocks = (d.out3[2] + owb - 1) / owb;
+    const int64_t Dp = (d.out3[0] - 1) * d.st3[0] + (d.k3[0] - 1) * d.d3[0] + 1;
+    const int64_t Hp = (d.out3[1] - 1) * d.st3[1] + (d.k3[1] - 1) * d.d3[1] + 1;
+    const int64_t Wp = (blocks - 1) * owb * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + vload;
+    const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(owb) + qconv_window(d) + a.opts;
+    const int64_t planes = d.s.N * d.s.G;
+    Operand xp = ctx.workspace(d.xt, {planes * Dp * Hp * Wp});
+    ctx.launch("quant", "qdw_pad_input", opts, {static_cast<size_t>(Dp * Hp), static_cast<size_t>(planes)}, {},
+               ctx.in_buf(q.x), a.xz, xp.mem, i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(Dp), i32(Hp), i32(Wp),
+               i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+    const size_t rows = static_cast<size_t>(d.out3[0] * d.out3[1]);
+    size_t local = 1;  // up to 16 rows per work-group, as below
+    for (size_t l = std::min<size_t>(16, ctx.caps().max_work_group_size); l > 1; --l)
+      if (rows % l == 0) {
+        local = l;
+        break;
+      }
+    ctx.launch("quant", "qconv_depthwise_padded", opts, {rows, static_cast<size_t>(planes)}, {local, 1}, xp.mem, wp,
+               a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(Dp), i32(Hp), i32(Wp),
+               i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]));
+    return;
+  }
   // Work-groups of up to 16 output rows of a channel: PoCL runs a work-group's items in one call,
   // and at one row per work-group its per-group cost exceeded the row's arithmetic (int8
   // mobilenet_v2's 56x56 depthwise convs 650 -> ... us on a 2-core Xeon).
