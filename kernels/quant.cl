@@ -717,6 +717,70 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
         if (j < pixels) Y[y0 + c * oplane + j] = r[j][c];
   }
 }
+
+// 1x1 convs (stride 1, unpadded): vectors along 16 pixels instead of 16 channels, so that each
+// output channel's pixels are requantized and stored as whole vectors (with channels in the
+// lanes, small reductions spent most of their time on single-byte stores). Xp is the packed input
+// of the pixels as one row, [N*G][C4][Pp] uints (Pp = P rounded up to 16 * PXV, the tail holding
+// the zero point); Wq [G][oc_blocks][C4][PWB] uints (4 signed bytes each). A work-item computes
+// PWB channels x PXV vectors of 16 pixels. Global: (oc_blocks, ceil(P / (16 * PXV)), N*G).
+#ifdef PXV
+__kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uint* restrict Wq,
+                            __global const int* restrict wsum, __global const int* restrict bias,
+                            __global const float* xs, __global const XT* xz, __global const float* ws,
+                            __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C4,
+                            int P, int Pp, int M_g, int G, int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int p0 = get_global_id(1) * (16 * PXV);
+  if (ob >= oc_blocks || p0 >= P) return;
+  const int ng = get_global_id(2);
+  const int g = ng % G, n = ng / G;
+  Xp += (long)ng * C4 * Pp + p0;
+  Wq += ((long)g * oc_blocks + ob) * C4 * PWB;
+  int16 acc[PWB * PXV];
+#pragma unroll
+  for (int i = 0; i < PWB * PXV; ++i) acc[i] = (int16)0;
+  for (int c = 0; c < C4; ++c) {
+    int16 x[PXV];
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) x[v] = as_int16(vload16(v, Xp + (long)c * Pp));
+#pragma unroll
+    for (int k = 0; k < PWB; ++k) {
+      const int16 w = (int16)((int)Wq[c * PWB + k]);
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) DPBUSD(acc[k * PXV + v], x[v], w);
+    }
+  }
+  OUT_PARAMS
+  const int z = (int)U8(xz[0]);
+  const int channels = min(PWB, M_g - ob * PWB);
+  for (int k = 0; k < channels; ++k) {
+    const int m = g * M_g + ob * PWB + k;
+    const int offs = BIAS(m) - z * wsum[m];
+    const float mult = MULT(m);
+    __global YT* y = Y + ((long)n * G * M_g + m) * P + p0;
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) {
+      const int q0 = p0 + 16 * v;
+      if (q0 >= P) break;
+      const int16 t = acc[k * PXV + v] + offs;
+#if defined(VEC_FINISH) || defined(OUT_I32)
+      if (q0 + 16 <= P) {
+#if defined(OUT_I32)
+        vstore16(t, v, y);
+#else
+        FINISH_VEC(16, y, 16 * v, t, 0, mult);
+#endif
+        continue;
+      }
+#endif
+      int r[16];
+      vstore16(t, 0, r);
+      for (int l = 0; l < 16 && q0 + l < P; ++l) FINISH(y, 16 * v + l, r[l], 0, mult);
+    }
+  }
+}
+#endif  // PXV
 #endif  // QVNNI
 
 // ---- matrix product -------------------------------------------------------------------------

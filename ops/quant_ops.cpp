@@ -674,6 +674,56 @@ void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
              i32(blocks));
 }
 
+// vnni_pw: 1x1 convs (stride 1, unpadded) on VNNI with vectors along 16 pixels (qconv_vnni_pw).
+bool qvnni_pw_applies(const QConvDesc& d, const DeviceCaps& c) { return d.pointwise && qvnni_applies(d, c); }
+VariantParams qvnni_pw_defaults(const QConvDesc& d, const DeviceCaps&) {
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
+  return {{"ocb", d.M_g >= 16 ? 16 : 8}, {"pxv", P >= 32 ? 2 : 1}};
+}
+bool qvnni_pw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  return (ocb == 4 || ocb == 8 || ocb == 16) && pxv >= 1 && pxv <= 4 && ocb * pxv <= 28;
+}
+void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
+  // Blocks of ocb channels: pack_vnni_weights' layout with one lane per channel of the block.
+  const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + ocb - 1) / ocb;
+  VnniWeights vw;
+  vw.packed.assign(static_cast<size_t>(d.s.G * blocks * C4 * ocb), 0u);
+  vw.sums.assign(static_cast<size_t>(d.s.M), 0);
+  const Tensor& w = ctx.in_data(q.w);
+  for (int64_t m = 0; m < d.s.M; ++m) {
+    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
+    const int64_t g = m / d.M_g, oc = m % d.M_g;
+    int64_t sum = 0;
+    for (int64_t c = 0; c < d.C_g; ++c) {
+      const int64_t v = host_get_i(w, m * d.C_g + c) - z;
+      sum += v;
+      const size_t i = static_cast<size_t>(((g * blocks + oc / ocb) * C4 + c / 4) * ocb + oc % ocb);
+      vw.packed[i] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * (c % 4));
+    }
+    vw.sums[static_cast<size_t>(m)] = static_cast<int32_t>(sum);
+  }
+  cl_mem wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
+  cl_mem wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2], step = 16 * pxv;
+  const int64_t items = (P + step - 1) / step, Pp = items * step;
+  const std::string opts = " -DQVNNI -DPWB=" + std::to_string(ocb) + " -DPXV=" + std::to_string(pxv) +
+                           " -DOWB=1 -DOCV=1" + qconv_window(d) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Pp});
+  // The pixels as one row of P columns, packed into Pp (the tail holds the zero point).
+  ctx.launch("quant", "qvnni_pack_input", opts,
+             {static_cast<size_t>(Pp / 16), 1, static_cast<size_t>(d.s.N * d.s.G * C4)}, {}, ctx.in_buf(q.x), a.xz,
+             xp.mem, i32(d.C_g), i32(1), i32(1), i32(P), i32(C4), i32(1), i32(1), i32(Pp), i32(0), i32(0), i32(0));
+  ctx.launch("quant", "qconv_vnni_pw", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>(items), static_cast<size_t>(d.s.N * d.s.G)}, {1, 1, 1},
+             xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(P), i32(Pp),
+             i32(d.M_g), i32(d.s.G), i32(blocks));
+}
+
 // tiled: the GPU-shaped implicit GEMM of the fp32 family on 8-bit data (kernels/tiled.cl).
 bool qtiled_applies(const QConvDesc& d, const DeviceCaps& c) {
   return c.max_work_group_size >= 16 && d.s.w.rank() <= 3;
@@ -724,6 +774,9 @@ const KernelFamily<QConvDesc>& qconv_family() {
            tiled_param_space(), qtiled_applies, qtiled_valid, qtiled_defaults, qtiled_run, qtiled_preferred},
           {"depthwise", "8-bit, one channel in and out per group: one output row per work-item, OWB-pixel vectors",
            {{"owb", {4, 8, 16}}}, qdw_applies, qdw_valid, qdw_defaults, qdw_run},
+          {"vnni_pw", "8-bit 1x1 on x86 AVX-512 VNNI CPUs (PoCL): OCB channels x PXV vectors of 16 pixels",
+           {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
+           qvnni_pw_run},
           {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
            {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,
            qvnni_preferred},

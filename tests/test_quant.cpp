@@ -303,7 +303,7 @@ bool expect_vnni() {
 
 }  // namespace
 
-// The vpdpbusd conv (qconv=vnni) against the integer reference, bit for bit: channel counts that
+// The vpdpbusd convs (qconv=vnni, and vnni_pw for 1x1) against the integer reference, bit for bit: channel counts that
 // are no multiple of 4 or 16, groups, strides, dilations, padding, batches, int8 and uint8 inputs,
 // the extreme values of both operands over a long reduction, every register-block shape, and
 // ConvInteger's raw sums from constant weights. uint8 weights whose w - w_zero leaves the signed
@@ -321,6 +321,7 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
       {{2, 5, 9, 13, 37, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
       {{1, 12, 10, 11, 20, 3, 2, 2, 2, 2, DType::Int8, DType::Int8, true, true, false}, 0},
       {{1, 64, 7, 7, 64, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, false, false, false}, 0},
+      {{2, 12, 5, 7, 40, 1, 1, 0, 1, 2, DType::Int8, DType::Int8, true, true, false}, 0},
       {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
       {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
       {{1, 256, 5, 6, 17, 3, 1, 1, 1, 1, DType::Int8, DType::Int8, false, true, false}, 1},
@@ -385,6 +386,10 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
                                     "qconv=vnni:owb=14,ocv=2"};
     std::vector<const char*> variants{"qconv=vnni"};
     if (vnni) variants.push_back(kBlocks[static_cast<size_t>(&k - cases) % 4]);
+    // 1x1 convs also as vectors along the pixels (vnni_pw, their default).
+    const bool pointwise = c.k == 1 && c.stride == 1 && c.pad == 0;
+    if (pointwise) variants.insert(variants.end(), {"qconv=vnni_pw", "qconv=vnni_pw:ocb=4,pxv=4"});
+    if (pointwise && vnni) variants.push_back("qconv=vnni_pw:ocb=16,pxv=1");
     for (const char* variant : variants) {
       SCOPED_TRACE(variant);
       ocl_infer::SessionOptions opt;
@@ -396,8 +401,10 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
       EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
       EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
       int used = 0;
-      for (const auto& r : s.profile()) used += r.kernel == "quant:qconv_vnni";
-      EXPECT_EQ(used, vnni && k.w_fits ? 2 : 0) << "launches of the vnni conv (QLinearConv and ConvInteger)";
+      const std::string kernel = std::string(variant).rfind("qconv=vnni_pw", 0) == 0 ? "quant:qconv_vnni_pw"
+                                                                                      : "quant:qconv_vnni";
+      for (const auto& r : s.profile()) used += r.kernel == kernel;
+      EXPECT_EQ(used, vnni && k.w_fits ? 2 : 0) << "launches of " << kernel << " (QLinearConv and ConvInteger)";
     }
   }
 }
