@@ -202,13 +202,15 @@ TEST(Pool, MaxPoolUint8) {
 }
 
 // 8-bit MaxPool over rows long enough for the vector path (8 outputs at a time, converted to float
-// and back), with a ragged end, padding and strides 1 and 2, uint8 and int8 (as uint8 + 128).
+// and back), with a ragged end, padding and strides 1 and 2 (3x3 windows: the stride-2 path and the
+// generic one), uint8 and int8 (as uint8 + 128).
 TEST(Pool, MaxPool8BitRowsMatchReference) {
+  // 8-bit tensors are the same in the fp16 run (only float32 values become float16).
+  if (fp16_mode()) GTEST_SKIP() << "no float operands";
   std::mt19937 rng(34);
   const std::vector<PoolCase> cases = {
       {"MaxPool", {1, 3, 20, 37}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {"MaxPool", {2, 2, 9, 45}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
-      {"MaxPool", {1, 2, 8, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
   };
   for (const auto& c : cases)
     for (DType t : {DType::UInt8, DType::Int8}) {
