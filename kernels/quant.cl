@@ -337,6 +337,25 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
 #define TAPS (KD * KH * KW)
 #define dvec CAT(float, OWB)
 #define divec CAT(int, OWB)
+// Requantizes and stores the OWB sums in `acc` (floats, exact) as outputs [ow0, ow0 + OWB) of
+// the row, those before OW; `continue`s the caller's block loop.
+#ifdef VEC_FINISH
+#define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult) \
+  if ((ow0) + OWB <= (OW)) {                       \
+    FINISH_VEC(OWB, yrow, ow0, sums, b, mult);     \
+    continue;                                      \
+  }
+#else
+#define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)
+#endif
+#define DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult)                                            \
+  {                                                                                          \
+    const divec sums = CAT(convert_int, OWB)(acc);                                           \
+    DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)                                               \
+    int r[OWB];                                                                              \
+    CAT(vstore, OWB)(sums, 0, r);                                                            \
+    for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) FINISH(yrow, (ow0) + j, r[j], b, mult); \
+  }
 // DW_LOAD(p): the OWB inputs p[0], p[SW], ... as floats, from DW_VLOAD consecutive elements.
 #if SW == 1
 #define DW_VLOAD OWB
@@ -377,24 +396,6 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
     const int iw0 = ow0 * SW - pad_w;
     const bool interior = iw0 >= 0 && iw0 + SPAN <= W;
     dvec acc = (dvec)0.0f;
-#ifdef DW_VLOAD
-    // Every load of the block inside the row: one vector load (and conversion) per tap instead of
-    // SPAN scalar ones (a 3x3 stride-2 depthwise conv of int8 mobilenet_v2 took 7x its fp32 time).
-    if (iw0 >= 0 && iw0 + (KW - 1) * DW + DW_VLOAD <= W) {
-      for (int kd = 0; kd < KD; ++kd) {
-        const int id = id0 + kd * DD;
-        if (id < 0 || id >= D) continue;
-        for (int kh = 0; kh < KH; ++kh) {
-          const int ih = ih0 + kh * DH;
-          if (ih < 0 || ih >= H) continue;
-          const __global XT* xr = X + ((long)id * H + ih) * W + iw0;
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw)
-            acc = fma(DW_LOAD(xr + kw * DW) - x_zero, (dvec)(wk[(kd * KH + kh) * KW + kw]), acc);
-        }
-      }
-    } else
-#endif
     for (int kd = 0; kd < KD; ++kd) {
       const int id = id0 + kd * DD;
       if (id < 0 || id >= D) continue;
@@ -413,16 +414,7 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
         }
       }
     }
-    const divec sums = CAT(convert_int, OWB)(acc);
-#ifdef VEC_FINISH
-    if (ow0 + OWB <= OW) {
-      FINISH_VEC(OWB, yrow, ow0, sums, b, mult);
-      continue;
-    }
-#endif
-    int r[OWB];
-    CAT(vstore, OWB)(sums, 0, r);
-    for (int j = 0; j < OWB && ow0 + j < OW; ++j) FINISH(yrow, ow0 + j, r[j], b, mult);
+    DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult);
   }
 }
 
@@ -481,16 +473,7 @@ __kernel void qconv_depthwise_padded(__global const XT* restrict Xp, __global co
           acc = fma(DW_LOAD(xr + kw * DW) - x_zero, (dvec)(wk[(kd * KH + kh) * KW + kw]), acc);
       }
     }
-    const divec sums = CAT(convert_int, OWB)(acc);
-#ifdef VEC_FINISH
-    if (ow0 + OWB <= OW) {
-      FINISH_VEC(OWB, yrow, ow0, sums, b, mult);
-      continue;
-    }
-#endif
-    int r[OWB];
-    CAT(vstore, OWB)(sums, 0, r);
-    for (int j = 0; j < OWB && ow0 + j < OW; ++j) FINISH(yrow, ow0 + j, r[j], b, mult);
+    DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult);
   }
 }
 #endif  // DW_VLOAD

@@ -429,7 +429,9 @@ QConvDesc qconv_desc(const OpContext& ctx) {
 // Whether every w - w_zero of constant 8-bit weights [rows][K] fits a signed byte.
 bool weights_fit_s8(const Tensor& w, const Tensor* zp, int64_t rows, int64_t K) {
   const bool per_row = zp && zp->numel() != 1;
-  if (!zp || (!per_row && host_get_i(*zp, 0) == 0)) {
+  bool zero = true;  // every zero point 0 (ONNX Runtime's symmetric weights, per channel too)
+  for (int64_t i = 0; zp && zero && i < zp->numel(); ++i) zero = host_get_i(*zp, i) == 0;
+  if (zero) {
     if (w.dtype == DType::Int8) return true;
     const uint8_t* p = w.data<uint8_t>();
     return std::all_of(p, p + w.numel(), [](uint8_t v) { return v < 128; });
@@ -451,6 +453,12 @@ std::string qconv_window(const QConvDesc& d) {
     o += std::string(" -DK") + axes[i] + "=" + std::to_string(d.k3[i]) + " -DS" + axes[i] + "=" +
          std::to_string(d.st3[i]) + " -DD" + axes[i] + "=" + std::to_string(d.d3[i]);
   return o;
+}
+
+// The input extent along axis `a` (0..2: D, H, W) that `outputs` consecutive windows read when
+// each window's last read is `last_span` elements wide (1 for a tap, more for a vector load).
+int64_t window_extent(const QConvDesc& d, int a, int64_t outputs, int64_t last_span) {
+  return (outputs - 1) * d.st3[a] + (d.k3[a] - 1) * d.d3[a] + last_span;
 }
 
 // The weights as floats minus their zero point: constants packed here (index(m, k) into a buffer
@@ -504,34 +512,10 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   cl_mem wp = qconv_weights(ctx, d, static_cast<size_t>(d.s.M * d.taps),
                             [&](int64_t m, int64_t k) { return static_cast<size_t>(m * d.taps + k); }, 4, &max_w);
   const int owb = p.at("owb");
-  if (d.st3[2] == 1 || (d.st3[2] == 2 && owb <= 16)) {
-    // Strides 1 and 2: the input copied with its padding made real, then one vector load per tap
-    // (kernels/quant.cl, qconv_depthwise_padded).
-    const int64_t vload = owb * d.st3[2], blocks = (d.out3[2] + owb - 1) / owb;
-    const int64_t Dp = (d.out3[0] - 1) * d.st3[0] + (d.k3[0] - 1) * d.d3[0] + 1;
-    const int64_t Hp = (d.out3[1] - 1) * d.st3[1] + (d.k3[1] - 1) * d.d3[1] + 1;
-    const int64_t Wp = (blocks - 1) * owb * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + vload;
-    const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(owb) + qconv_window(d) + a.opts;
-    const int64_t planes = d.s.N * d.s.G;
-    Operand xp = ctx.workspace(d.xt, {planes * Dp * Hp * Wp});
-    ctx.launch("quant", "qdw_pad_input", opts, {static_cast<size_t>(Dp * Hp), static_cast<size_t>(planes)}, {},
-               ctx.in_buf(q.x), a.xz, xp.mem, i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(Dp), i32(Hp), i32(Wp),
-               i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
-    const size_t rows = static_cast<size_t>(d.out3[0] * d.out3[1]);
-    size_t local = 1;  // up to 16 rows per work-group, as below
-    for (size_t l = std::min<size_t>(16, ctx.caps().max_work_group_size); l > 1; --l)
-      if (rows % l == 0) {
-        local = l;
-        break;
-      }
-    ctx.launch("quant", "qconv_depthwise_padded", opts, {rows, static_cast<size_t>(planes)}, {local, 1}, xp.mem, wp,
-               a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(Dp), i32(Hp), i32(Wp),
-               i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]));
-    return;
-  }
+  const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(owb) + qconv_window(d) + a.opts;
+  const int64_t planes = d.s.N * d.s.G;
   // Work-groups of up to 16 output rows of a channel: PoCL runs a work-group's items in one call,
-  // and at one row per work-group its per-group cost exceeded the row's arithmetic (int8
-  // mobilenet_v2's 56x56 depthwise convs 650 -> ... us on a 2-core Xeon).
+  // and at one row per work-group its per-group cost was a large share of a row's arithmetic.
   const size_t rows = static_cast<size_t>(d.out3[0] * d.out3[1]);
   size_t local = 1;
   for (size_t l = std::min<size_t>(16, ctx.caps().max_work_group_size); l > 1; --l)
@@ -539,10 +523,25 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
       local = l;
       break;
     }
-  ctx.launch("quant", "qconv_depthwise", "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) + qconv_window(d) + a.opts,
-             {rows, static_cast<size_t>(d.s.N * d.s.G)}, {local, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(d.in3[0]),
-             i32(d.in3[1]), i32(d.in3[2]), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.pb3[0]),
-             i32(d.pb3[1]), i32(d.pb3[2]));
+  if (d.st3[2] <= 2) {
+    // Strides 1 and 2: the input copied with its padding made real, then one vector load of
+    // owb * stride elements per tap (kernels/quant.cl, qconv_depthwise_padded).
+    const int64_t blocks = (d.out3[2] + owb - 1) / owb;
+    const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, d.out3[1], 1);
+    const int64_t Wp = window_extent(d, 2, (blocks - 1) * owb + 1, owb * d.st3[2]);
+    Operand xp = ctx.workspace(d.xt, {planes * Dp * Hp * Wp});
+    ctx.launch("quant", "qdw_pad_input", opts, {static_cast<size_t>(Dp * Hp), static_cast<size_t>(planes)}, {},
+               ctx.in_buf(q.x), a.xz, xp.mem, i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(Dp), i32(Hp), i32(Wp),
+               i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+    ctx.launch("quant", "qconv_depthwise_padded", opts, {rows, static_cast<size_t>(planes)}, {local, 1}, xp.mem, wp,
+               a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(Dp), i32(Hp), i32(Wp),
+               i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]));
+    return;
+  }
+  ctx.launch("quant", "qconv_depthwise", opts, {rows, static_cast<size_t>(planes)}, {local, 1}, ctx.in_buf(q.x), wp,
+             a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(d.in3[0]), i32(d.in3[1]),
+             i32(d.in3[2]), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.pb3[0]), i32(d.pb3[1]),
+             i32(d.pb3[2]));
 }
 
 // pointwise: 1x1, stride 1, unpadded; vectors along the pixels.
@@ -623,8 +622,9 @@ struct VnniWeights {
   std::vector<int32_t> sums;
 };
 
-VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int ocv) {
-  const int64_t C4 = (d.C_g + 3) / 4, block = 16 * ocv, blocks = (d.M_g + block - 1) / block;
+// Output channels in blocks of `block` lanes: [G][blocks][C4][taps][block] uints.
+VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int64_t block) {
+  const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + block - 1) / block;
   VnniWeights r;
   r.packed.assign(static_cast<size_t>(d.s.G * blocks * C4 * d.taps * block), 0u);
   r.sums.assign(static_cast<size_t>(d.s.M), 0);
@@ -644,20 +644,26 @@ VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc
   return r;
 }
 
+// The packed weights (pack_vnni_weights) and channel sums as device buffers.
+void upload_vnni_weights(BuildContext& ctx, const QConvDesc& d, int64_t block, cl_mem* wq, cl_mem* wsum) {
+  const QSlots& q = slots_of(ctx);
+  const VnniWeights vw =
+      pack_vnni_weights(ctx.in_data(q.w), has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr, d, block);
+  *wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
+  *wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
+}
+
 void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
   const int owb = p.at("owb"), ocv = p.at("ocv");
-  const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
-  const VnniWeights vw = pack_vnni_weights(ctx.in_data(q.w), zp, d, ocv);
-  cl_mem wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
-  cl_mem wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
+  cl_mem wq, wsum;
+  upload_vnni_weights(ctx, d, 16 * ocv, &wq, &wsum);
   const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + 16 * ocv - 1) / (16 * ocv);
   const int64_t ow_blocks = (d.out3[2] + owb - 1) / owb;
   // The padded input extents that cover every read (whole OWB blocks included).
-  const int64_t Dp = (d.out3[0] - 1) * d.st3[0] + (d.k3[0] - 1) * d.d3[0] + 1;
-  const int64_t Hp = (d.out3[1] - 1) * d.st3[1] + (d.k3[1] - 1) * d.d3[1] + 1;
-  const int64_t Wp = (ow_blocks * owb - 1) * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 1;
+  const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, d.out3[1], 1);
+  const int64_t Wp = window_extent(d, 2, ow_blocks * owb, 1);
   const std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) +
                            qconv_window(d) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Dp * Hp * Wp});
@@ -688,27 +694,10 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
   const int ocb = p.at("ocb"), pxv = p.at("pxv");
-  const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
-  // Blocks of ocb channels: pack_vnni_weights' layout with one lane per channel of the block.
+  // Blocks of ocb channels, one lane each (pointwise: one tap).
+  cl_mem wq, wsum;
+  upload_vnni_weights(ctx, d, ocb, &wq, &wsum);
   const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + ocb - 1) / ocb;
-  VnniWeights vw;
-  vw.packed.assign(static_cast<size_t>(d.s.G * blocks * C4 * ocb), 0u);
-  vw.sums.assign(static_cast<size_t>(d.s.M), 0);
-  const Tensor& w = ctx.in_data(q.w);
-  for (int64_t m = 0; m < d.s.M; ++m) {
-    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
-    const int64_t g = m / d.M_g, oc = m % d.M_g;
-    int64_t sum = 0;
-    for (int64_t c = 0; c < d.C_g; ++c) {
-      const int64_t v = host_get_i(w, m * d.C_g + c) - z;
-      sum += v;
-      const size_t i = static_cast<size_t>(((g * blocks + oc / ocb) * C4 + c / 4) * ocb + oc % ocb);
-      vw.packed[i] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * (c % 4));
-    }
-    vw.sums[static_cast<size_t>(m)] = static_cast<int32_t>(sum);
-  }
-  cl_mem wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
-  cl_mem wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
   const int64_t P = d.out3[0] * d.out3[1] * d.out3[2], step = 16 * pxv;
   const int64_t items = (P + step - 1) / step, Pp = items * step;
   const std::string opts = " -DQVNNI -DPWB=" + std::to_string(ocb) + " -DPXV=" + std::to_string(pxv) +

@@ -197,6 +197,35 @@ Tensor qconv_ref(const QConvCase& c, const Tensor& x, int xz, float xs, const Te
   return y;
 }
 
+// Strides, pads, dilations and group of `c` on a conv node.
+template <typename NodeT>
+void set_conv_attrs(NodeT& n, const QConvCase& c) {
+  attr_ints(n, "strides", {c.stride, c.stride});
+  attr_ints(n, "pads", {c.pad, c.pad, c.pad, c.pad});
+  attr_ints(n, "dilations", {c.dil, c.dil});
+  attr_i(n, "group", c.group);
+}
+
+// The QLinearConv of `c` as a model: input "x", output "y" (not yet declared), its parameters as
+// initializers "xs", "xz", "w", "ws", "wz", "ys", "yz", "b" (the bias used when c.bias).
+ModelBuilder qconv_model(const QConvCase& c, const Tensor& w, const Tensor& wz, const std::vector<float>& ws,
+                         int xz, float xs, float ys, int yz, const Tensor& bias) {
+  ModelBuilder m(13);
+  m.input("x", c.xt, {c.N, c.C, c.H, c.W})
+      .initializer("xs", scalar_f(xs))
+      .initializer("xz", scalar_q(c.xt, xz))
+      .initializer("w", w)
+      .initializer("ws", c.per_channel ? floats(ws) : scalar_f(ws[0]))
+      .initializer("wz", wz)
+      .initializer("ys", scalar_f(ys))
+      .initializer("yz", scalar_q(DType::UInt8, yz))
+      .initializer("b", bias);
+  std::vector<std::string> ins{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
+  if (c.bias) ins.push_back("b");
+  set_conv_attrs(m.node("QLinearConv", ins, {"y"}), c);
+  return m;
+}
+
 }  // namespace
 
 TEST(Quant, QLinearConvMatchesIntegerReference) {
@@ -208,6 +237,7 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
       {1, 5, 6, 17, 19, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, false, false, false},  // pointwise
       {1, 4, 11, 9, 5, 3, 1, 2, 2, 1, DType::Int8, DType::UInt8, false, true, false},   // dilated
       {1, 3, 10, 10, 17, 5, 3, 2, 1, 1, DType::UInt8, DType::UInt8, true, false, false},
+      {1, 6, 14, 17, 6, 3, 3, 1, 1, 6, DType::UInt8, DType::Int8, true, true, false},  // depthwise, stride 3
   };
   for (const auto& c : cases) {
     SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
@@ -227,30 +257,10 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
     }
     Tensor bias(DType::Int32, {c.M});
     for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
-    ModelBuilder m(13);
-    m.input("x", c.xt, {c.N, c.C, c.H, c.W})
-        .initializer("xs", scalar_f(xs))
-        .initializer("xz", scalar_q(c.xt, xz))
-        .initializer("w", w)
-        .initializer("ws", c.per_channel ? floats(ws) : scalar_f(ws[0]))
-        .initializer("wz", wzt)
-        .initializer("ys", scalar_f(ys))
-        .initializer("yz", scalar_q(DType::UInt8, yz))
-        .initializer("b", bias);
-    std::vector<std::string> ins{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
-    if (c.bias) ins.push_back("b");
-    auto& n = m.node("QLinearConv", ins, {"y"});
-    attr_ints(n, "strides", {c.stride, c.stride});
-    attr_ints(n, "pads", {c.pad, c.pad, c.pad, c.pad});
-    attr_ints(n, "dilations", {c.dil, c.dil});
-    attr_i(n, "group", c.group);
+    ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
     // The same conv as ConvInteger (raw int32 sums), weights as a graph input this time.
     m.input("wi", c.wt, w.shape);
-    auto& ni = m.node("ConvInteger", {"x", "wi", "xz", "wz"}, {"acc"});
-    attr_ints(ni, "strides", {c.stride, c.stride});
-    attr_ints(ni, "pads", {c.pad, c.pad, c.pad, c.pad});
-    attr_ints(ni, "dilations", {c.dil, c.dil});
-    attr_i(ni, "group", c.group);
+    set_conv_attrs(m.node("ConvInteger", {"x", "wi", "xz", "wz"}, {"acc"}), c);
     m.output("y").output("acc");
     Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
     Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
@@ -264,6 +274,7 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
         {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=tiled"},
         {"", "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16"},
         {"", "qconv=packed:ocb=8,owb=2"},
+        {""},
         {""},
     };
     const size_t case_index = static_cast<size_t>(&c - cases);
@@ -357,25 +368,9 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
     const int yz = 117;
     Tensor bias(DType::Int32, {c.M});
     for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
-    ModelBuilder m(13);
-    m.input("x", c.xt, {c.N, c.C, c.H, c.W})
-        .initializer("xs", scalar_f(xs))
-        .initializer("xz", scalar_q(c.xt, xz))
-        .initializer("w", w)
-        .initializer("ws", c.per_channel ? floats(ws) : scalar_f(ws[0]))
-        .initializer("wz", wzt)
-        .initializer("ys", scalar_f(ys))
-        .initializer("yz", scalar_q(DType::UInt8, yz))
-        .initializer("b", bias);
-    std::vector<std::string> ins{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
-    if (c.bias) ins.push_back("b");
-    for (const char* op : {"QLinearConv", "ConvInteger"}) {
-      auto& n = std::string(op) == "QLinearConv" ? m.node(op, ins, {"y"}) : m.node(op, {"x", "w", "xz", "wz"}, {"acc"});
-      attr_ints(n, "strides", {c.stride, c.stride});
-      attr_ints(n, "pads", {c.pad, c.pad, c.pad, c.pad});
-      attr_ints(n, "dilations", {c.dil, c.dil});
-      attr_i(n, "group", c.group);
-    }
+    ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
+    // ConvInteger of the same constant weights: the raw int32 sums.
+    set_conv_attrs(m.node("ConvInteger", {"x", "w", "xz", "wz"}, {"acc"}), c);
     m.output("y").output("acc");
     const Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
     const Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
