@@ -1,131 +1,171 @@
 #!/usr/bin/env bash
 # One short, prepared check of ocl-infer on a machine with an NVIDIA GPU (the `device` tool's
-# machine, or any Linux box with NVIDIA's driver): makes OpenCL reachable, lists the devices, runs
-# the unit and model tests on the GPU, tunes and benchmarks a ResNet at batch 1 and 16 in fp32 and
-# fp16, and writes a small report.
+# machine: PyTorch, torchvision and onnxruntime there, none of this project's build dependencies).
 #
-#   tools/gpu_check.sh [BUILD_DIR] [REPORT_DIR]      (defaults: build, $OUT or /tmp/gpu_check)
+#   here:   tools/gpu_bundle.sh                   (writes .gpu/bundle.tar.xz, ~45 MiB)
+#   there:  tools/gpu_check.sh [BUNDLE] [REPORT_DIR]   (defaults: .gpu/bundle.tar.xz, $OUT or
+#                                                       /tmp/gpu_check)
 #
-# What it needs there:
-#   - BUILD_DIR: a build of this tree (ocl-infer, libocl_infer.so, tests/) made on an x86-64
-#     Debian 12 machine like the development one, and BUILD_DIR/models with the test models
-#     (models/make_all.sh). ResNet-50's .onnx (98 MiB) is larger than what the device tool carries
-#     (64 MiB in all), so the benchmark takes resnet50 when it is there and resnet18 otherwise.
-#   - The shared libraries the build links (protobuf, the ICD loader) if the machine lacks them:
-#     put their Debian packages in .ocl/ at the repo root (apt-get download ocl-icd-libopencl1
-#     libprotobuf32 ...); they are unpacked into /tmp/ocl-root and put on LD_LIBRARY_PATH.
-#   - NVIDIA's OpenCL driver (libnvidia-opencl.so.1, part of the driver): an ICD file pointing at
-#     it is written to /etc/OpenCL/vendors when none exists.
-# Every step logs to REPORT_DIR/gpu_check.log; the summary goes to REPORT_DIR/gpu_report.md. The
-# script runs the steps in order of importance and keeps going after a failure, so that one run
-# gives as much as it can.
+# Steps, in order of importance, each with its own time limit; a failure is recorded and the
+# script goes on, so that one run gives as much as it can:
+#   1. OpenCL: the carried ICD loader, an ICD file for NVIDIA's libnvidia-opencl.so.1 (part of
+#      the driver), the device list and the capabilities ocl-infer reads (-v).
+#   2. In parallel: every unit-test binary on the GPU (the fp16 runs of the kernel families too),
+#      the ONNX conformance suite against its expected-pass list, and torchvision models exported
+#      with random weights plus ONNX Runtime's CPU outputs as references (tools/gpu_peer.py).
+#   3. Alone on the GPU: each exported model's output against the reference in fp32 and fp16, its
+#      latency at batch 1 (fp32, fp16) and 16 (fp32), then PyTorch's own CUDA latency for the same
+#      modules (cuDNN, TF32 off), start-up from empty caches and warm.
+#   4. `ocl-infer tune` on ResNet-50 with a short budget, and the latency after it.
+# For a dry run elsewhere: GPU_CHECK_DEVICE=INDEX (any device), GPU_CHECK_TESTS (a glob of test
+# binaries, default test_*), GPU_CHECK_FP16_TESTS, GPU_CHECK_MODELS, GPU_CHECK_CONFORMANCE_FILTER;
+# GPU_CHECK_SECONDS (default 480; the tests and conformance get GPU_CHECK_TEST_SECONDS of it,
+# default 260): steps that would start later are skipped, each step's limit is
+# cut to what is left, and the report is still written.
+# Every step logs to REPORT_DIR/gpu_check.log (and its own .log); the summary is
+# REPORT_DIR/gpu_report.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+bundle=${1:-.gpu/bundle.tar.xz}
 report_dir=${2:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$report_dir"
 log="$report_dir/gpu_check.log"
-report="$report_dir/gpu_report.md"
+steps="$report_dir/steps.md"
 : >"$log"
+: >"$steps"
 say() { echo "$*" | tee -a "$log"; }
-step() {  # step NAME TIMEOUT COMMAND...: runs COMMAND, logs it, records ok/FAIL and the time
+step() {  # step NAME LIMIT COMMAND...: runs COMMAND into NAME's log; records ok/FAIL and the time
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s)
-  say "== $name: $*"
-  timeout "$limit" "$@" >>"$log" 2>&1
-  local rc=$? dt=$(($(date +%s) - t0))
-  if [ $rc -eq 0 ]; then echo "| $name | ok | $dt s |" >>"$report.steps"; else
-    echo "| $name | FAIL (exit $rc) | $dt s |" >>"$report.steps"; fi
+  local t0=$(date +%s) slog="$work/logs/${name// /_}.log"
+  local left=$((deadline - t0))
+  if [ $left -lt 10 ]; then echo "| $name | SKIPPED (out of time) | 0 s | |" >>"$steps"; return 1; fi
+  [ $left -lt $limit ] && limit=$left
+  timeout "$limit" "$@" >"$slog" 2>&1
+  local rc=$? dt=$(($(date +%s) - t0)) res=ok
+  [ $rc -eq 124 ] && res="TIMEOUT (${limit} s)"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && res="FAIL (exit $rc)"
+  echo "| $name | $res | $dt s | $(grep -E '^\[  (PASSED|FAILED)  \]|passed, [0-9]+ failed|FAILED TEST' "$slog" | tr '\n' ' ' | cut -c1-160) |" >>"$steps"
+  { echo "== $name ($res, $dt s): $*"; cat "$slog"; } >>"$log"
   return $rc
 }
-: >"$report.steps"
 
-# 1. OpenCL: the ICD loader, the NVIDIA ICD.
-if [ -d .ocl ] && ls .ocl/*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/ocl-root
-  for f in .ocl/*.deb; do dpkg -x "$f" /tmp/ocl-root; done
-  export LD_LIBRARY_PATH=/tmp/ocl-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+# 1. Unpack; OpenCL.
+work=/tmp/gpu_check
+deadline=$(($(date +%s) + ${GPU_CHECK_SECONDS:-480}))  # steps past it are skipped; the report follows
+tests=${GPU_CHECK_TESTS:-test_*}
+fp16_tests=${GPU_CHECK_FP16_TESTS-conv gemm variants elementwise pool norm reduce activations rnn}
+models=${GPU_CHECK_MODELS-resnet18 resnet50 mobilenet_v2 efficientnet_b0 convnext_tiny vit_b_16}
+rm -rf "$work" && mkdir -p "$work/logs" "$work/peer" "$work/res" && tar -C "$work" -xJf "$bundle" || { say "cannot unpack $bundle"; exit 1; }
+export LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nv=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl.so.1/ {print $NF; exit}')
-[ -z "$nv" ] && nv=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
-if [ -n "$nv" ] && ! grep -rqs nvidia /etc/OpenCL/vendors; then
-  mkdir -p /etc/OpenCL/vendors && echo "$nv" >/etc/OpenCL/vendors/nvidia.icd
+[ -z "$nv" ] && nv=$(find /usr/local/nvidia /usr/lib /usr/lib64 /lib -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
+if [ -n "$nv" ]; then
+  mkdir -p "$work/vendors" && echo "$nv" >"$work/vendors/nvidia.icd"
+  export OCL_ICD_VENDORS=$work/vendors
 fi
 say "NVIDIA OpenCL library: ${nv:-not found}"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
-export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-step "list devices" 60 "$build/ocl-infer" --list-devices
-gpu=$("$build/ocl-infer" --list-devices 2>/dev/null | awk -F: '/\[GPU\]/ {print $1; exit}')
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
+ocl="$work/bin/ocl-infer"
+"$ocl" --list-devices 2>&1 | tee -a "$log"
+gpu=${GPU_CHECK_DEVICE:-$("$ocl" --list-devices 2>/dev/null | awk -F: '/\[GPU\]/ {print $1; exit}')}
 if [ -z "$gpu" ]; then
-  say "no OpenCL GPU device found; see $log"
-  { echo "# ocl-infer GPU check: no OpenCL GPU device"; echo; cat "$report.steps"; } >"$report"
+  say "no OpenCL GPU device found"
+  OCL_ICD_ENABLE_TRACE=1 "$ocl" --list-devices >>"$log" 2>&1
   exit 1
 fi
-say "GPU device index: $gpu"
-# Sessions without an explicit device take the first GPU; the tests use that default.
-export OCL_INFER_CACHE_DIR=/tmp/ocl-infer-cache
+export OCL_INFER_DEVICE=$gpu OCL_INFER_CACHE_DIR=$work/cache OCL_INFER_TUNING_CACHE=off
+export OCL_INFER_MODELS_DIR=$work/models
+"$ocl" "$work/models/squeezenet1_1.onnx" "$work/models/dog.jpg" -v >"$report_dir/capabilities.txt" 2>&1
 
-# 2. Unit and model tests on the GPU (every variant is forced in test_variants: the GPU-shaped
-#    family runs where it applies, the CPU-shaped ones too).
-for t in test_variants test_conv test_gemm test_norm test_pool test_fp16 test_quant test_models test_tuning; do
-  [ -x "$build/tests/$t" ] && step "$t" 300 "$build/tests/$t"
-done
-
-# 3. Start-up with empty caches, then warm (and whether program binaries are worth storing there).
-step "start-up" 300 bash -c "OCL_INFER_DEVICE=$gpu tools/startup_time.sh --rounds 2 \"$build/ocl-infer\" \"$build/models/resnet18.onnx\" >\"$report_dir/startup.txt\""
-
-# 4. Tune and benchmark.
-model=$build/models/resnet50.onnx
-[ -f "$model" ] || model=$build/models/resnet18.onnx
-name=$(basename "$model" .onnx)
-bench_json() {  # bench_json TAG ARGS...: one --bench --json run into REPORT_DIR/bench_TAG.json
-  local tag=$1; shift
-  step "bench $tag" 300 bash -c "\"$build/ocl-infer\" \"$model\" --device $gpu --bench --iterations 30 --json $* >\"$report_dir/bench_$tag.json\""
+# 2. Tests, conformance and the exports, side by side (16 CPU cores there).
+( step "export models" 240 python3 tools/gpu_peer.py export "$work/peer" $models ) &
+peer_pid=$!
+tests_deadline=$(($(date +%s) + ${GPU_CHECK_TEST_SECONDS:-260}))
+( cd "$work" && deadline=$tests_deadline && step "onnx conformance" 300 stdbuf -oL bin/onnx-conformance --root testdata/data ${GPU_CHECK_CONFORMANCE_FILTER:+--filter $GPU_CHECK_CONFORMANCE_FILTER} --expect conformance_expected_pass.txt --timeout 60 ) &
+conf_pid=$!
+run_test() {  # run_test BINARY [fp16]
+  local t=$1 p=${2:-}
+  if [ "$p" = fp16 ]; then
+    OCL_INFER_TEST_PRECISION=fp16 OCL_INFER_FP16_WEIGHTS=half step "$(basename "$t")_fp16" 240 "$t"
+  else
+    step "$(basename "$t")" 240 "$t"
+  fi
 }
-for p in fp32 fp16; do
-  for b in 1 16; do
-    bench_json "${p}_b${b}_heuristic" --precision $p --batch $b --tuning-cache off
-    step "tune $p batch $b" 600 "$build/ocl-infer" tune "$model" --device $gpu --precision $p --batch $b \
-      --tuning-cache "$report_dir/tuning.tsv" --budget 240
-    bench_json "${p}_b${b}_tuned" --precision $p --batch $b --tuning-cache "$report_dir/tuning.tsv"
+export -f run_test step say
+export work steps log deadline
+{ for t in "$work"/tests/$tests; do echo "$t"; done
+  for f in $fp16_tests; do echo "$work/tests/test_$f fp16"; done
+} | deadline=$tests_deadline xargs -P 6 -L 1 bash -c 'run_test "$@"' _
+wait $peer_pid $conf_pid
+
+# 3. Exported models alone on the GPU: accuracy, latency, PyTorch's latency, start-up.
+bench() {  # bench TAG MODEL ARGS...
+  local tag=$1 model=$2; shift 2
+  step "bench $tag" 120 bash -c "\"$ocl\" \"$model\" --bench --iterations 30 --json $* >\"$work/res/bench_$tag.json\""
+}
+for m in $models; do
+  f=$work/peer/$m.onnx
+  [ -f "$f" ] || continue
+  for p in fp32 fp16; do
+    step "$m $p output" 120 "$ocl" "$f" --precision $p --input input="$work/peer/$m.input.npy" --output-dir "$work/out_${m}_$p" &&
+      python3 tools/gpu_peer.py compare "$work/peer/$m.ref.npy" "$work/out_${m}_$p/output.npy" >"$work/res/acc_${m}_$p.json" 2>&1
+    bench "${m}_${p}_b1" "$f" --precision $p
   done
+  bench "${m}_fp32_b16" "$f" --batch 16
 done
+step "pytorch cuda latency" 180 bash -c "python3 tools/gpu_peer.py time '$work/peer' $models >'$work/res/torch.jsonl'"
+startup() {  # prints seconds from process start to the printed result
+  local t0=$(date +%s.%N)
+  "$ocl" "$1" "$work/models/dog.jpg" >/dev/null 2>&1 || { echo failed; return; }
+  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
+}
+if [ -f "$work/peer/resnet50.onnx" ]; then
+  cold=$(OCL_INFER_CACHE_DIR=$work/cold CUDA_CACHE_PATH=$work/cold-nv startup "$work/peer/resnet50.onnx")
+  warm=$(OCL_INFER_CACHE_DIR=$work/cold CUDA_CACHE_PATH=$work/cold-nv startup "$work/peer/resnet50.onnx")
+  echo "resnet50 CLI on dog.jpg, process start to result: cold caches ${cold} s, warm ${warm} s" >"$report_dir/startup.txt"
+fi
+
+# 4. Tuning.
+if [ -f "$work/peer/resnet50.onnx" ]; then
+  step "tune resnet50" 150 "$ocl" tune "$work/peer/resnet50.onnx" --tuning-cache "$report_dir/tuning.tsv" --budget 90
+  bench "resnet50_fp32_b1_tuned" "$work/peer/resnet50.onnx" --tuning-cache "$report_dir/tuning.tsv"
+fi
 
 # 5. Report.
-{
-  echo "# ocl-infer GPU check ($(date -u +%Y-%m-%dT%H:%MZ))"
-  echo
-  echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-  echo "- OpenCL device: $("$build/ocl-infer" --list-devices 2>/dev/null | sed -n "$((gpu + 1))p")"
-  echo
-  echo "| step | result | time |"
-  echo "| --- | --- | ---: |"
-  cat "$report.steps"
-  echo
-  echo "Start-up, resnet18, process start to result (tools/startup_time.sh):"
-  echo
-  sed 's/^/    /' "$report_dir/startup.txt" 2>/dev/null || echo "    (not measured)"
-  echo
-  echo "$name latency (ms, --bench --iterations 30):"
-  echo
-  echo "| precision | batch | heuristic median | tuned median | tuner gain |"
-  echo "| --- | ---: | ---: | ---: | ---: |"
-  for p in fp32 fp16; do
-    for b in 1 16; do
-      python3 - "$report_dir/bench_${p}_b${b}_heuristic.json" "$report_dir/bench_${p}_b${b}_tuned.json" "$p" "$b" <<'PY'
-import json, sys
-def median(path):
+cp "$steps" "$report_dir/capabilities.txt" "$work/res/" 2>/dev/null
+[ -f "$report_dir/startup.txt" ] && cp "$report_dir/startup.txt" "$work/res/"
+python3 - "$work/res" "$models" >"$report_dir/gpu_report.md" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+def j(path):
     try:
-        return json.load(open(path))["median_ms"]
+        return json.load(open(path))
     except Exception:
         return None
-h, t = median(sys.argv[1]), median(sys.argv[2])
-f = lambda v: "failed" if v is None else f"{v:.2f}"
-gain = f"{h / t:.2f}x" if h and t else "-"
-print(f"| {sys.argv[3]} | {sys.argv[4]} | {f(h)} | {f(t)} | {gain} |")
+print("# ocl-infer GPU check\n")
+print(open(os.path.join(d, "capabilities.txt")).read()[:3000])
+print("\n| step | result | time | summary |\n| --- | --- | ---: | --- |")
+print(open(os.path.join(d, "steps.md")).read())
+torch = {}
+for line in open(os.path.join(d, "torch.jsonl")) if os.path.exists(os.path.join(d, "torch.jsonl")) else []:
+    r = json.loads(line); torch[r["model"]] = r
+models = sys.argv[2].split()
+print("\n| model | fp32 err | fp16 err | fp32 b1 ms | fp16 b1 ms | fp32 b16 ms | torch fp32 b1 | torch fp16 b1 | torch fp32 b16 |")
+print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for m in models:
+    def acc(p):
+        a = j(f"{d}/acc_{m}_{p}.json")
+        return "-" if not a else (a.get("error") or f"{a['max_rel_err']:.1e}{'' if a['top1_same'] else ' top1 differs'}")
+    def b(tag):
+        r = j(f"{d}/bench_{m}_{tag}.json")
+        return f"{r['median_ms']:.2f}" if r and "median_ms" in r else "-"
+    t = torch.get(m, {})
+    f = lambda k: f"{t[k]:.2f}" if k in t else "-"
+    print(f"| {m} | {acc('fp32')} | {acc('fp16')} | {b('fp32_b1')} | {b('fp16_b1')} | {b('fp32_b16')} | {f('fp32_b1')} | {f('fp16_b1')} | {f('fp32_b16')} |")
+r = j(f"{d}/bench_resnet50_fp32_b1_tuned.json")
+print(f"\nresnet50 fp32 b1 after a 90 s tune: {r['median_ms']:.2f} ms" if r and "median_ms" in r else "\n(no tuned result)")
+if os.path.exists(f"{d}/startup.txt"):
+    print(open(f"{d}/startup.txt").read())
 PY
-    done
-  done
-} >"$report"
-rm -f "$report.steps"
-cat "$report"
+tar -C "$work" -czf "$report_dir/results.tgz" logs res
+cat "$report_dir/gpu_report.md"
