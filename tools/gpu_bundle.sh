@@ -21,6 +21,8 @@ cp "$build/ocl-infer" "$build/onnx-conformance" "$stage/bin/"
 cp -L "$build/libocl_infer.so.0" "$stage/lib/"
 for t in "$build"/tests/test_*; do [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$stage/tests/"; done
 strip "$stage"/bin/* "$stage"/tests/* "$stage"/lib/*
+# A crash reporter for machines without a debugger (LD_PRELOAD; tools/segv_trace.c).
+cc -shared -fPIC -O1 -o "$stage/lib/segv_trace.so" tools/segv_trace.c
 # Libraries from this (Debian 12) machine that the target may not have.
 for l in libprotobuf.so.32 libOpenCL.so.1; do
   cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}')" "$stage/lib/"

@@ -77,6 +77,41 @@ export OCL_INFER_DEVICE=$gpu OCL_INFER_CACHE_DIR=$work/cache OCL_INFER_TUNING_CA
 export OCL_INFER_MODELS_DIR=$work/models
 "$ocl" "$work/models/squeezenet1_1.onnx" "$work/models/dog.jpg" -v >"$report_dir/capabilities.txt" 2>&1
 
+# GPU_CHECK_MODE=probe: crash triage instead of the full check. Each case runs with fresh caches
+# and tools/segv_trace.c preloaded (a stack on SIGSEGV; resolve the offsets against the same build's
+# unstripped library with addr2line), then the test binaries named in GPU_CHECK_PROBE_TESTS.
+if [ "${GPU_CHECK_MODE:-}" = probe ]; then
+  case_n=0
+  probe() {  # probe NAME ENV... -- COMMAND...
+    local name=$1; shift
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    case_n=$((case_n + 1))
+    env "${envs[@]}" OCL_INFER_CACHE_DIR="$work/probe-cache-$case_n" LD_PRELOAD="$work/lib/segv_trace.so" \
+      bash -c 'step "$0" 60 "$@"' "$name" "$@"
+  }
+  export -f step say
+  export work steps log deadline
+  m=$work/models/mobilenet_v2.onnx img=$work/models/dog.jpg
+  probe "p1 mobilenet_v2 -v" -- "$ocl" "$m" "$img" -v
+  probe "p2 no binary storage" OCL_INFER_STORE_BINARIES=0 -- "$ocl" "$m" "$img" -v
+  probe "p3 cache off" -- "$ocl" "$m" "$img" -v --cache-dir off
+  probe "p4 conv=packed" -- "$ocl" "$m" "$img" -v --variant conv=packed
+  probe "p5 -O0" -- "$ocl" "$m" "$img" -v -O0
+  probe "p6 no memory plan" -- "$ocl" "$m" "$img" -v --no-memory-plan
+  probe "p7 squeezenet" -- "$ocl" "$work/models/squeezenet1_1.onnx" "$img" -v
+  probe "p8 test_fp16 first" -- "$work/tests/test_fp16" --gtest_filter='Fp16.LongMixed*'
+  probe "p9 test_optimizer zero pad" -- "$work/tests/test_optimizer" --gtest_filter='*FoldsZeroPad*'
+  probe "p10 test_threads" -- "$work/tests/test_threads"
+  for t in ${GPU_CHECK_PROBE_TESTS-}; do echo "$t"; done | sed 's/:/ /' |
+    xargs -P 6 -L 1 bash -c '[ -n "${2:-}" ] && export OCL_INFER_TEST_PRECISION=fp16 OCL_INFER_FP16_WEIGHTS=half
+      OCL_INFER_CACHE_DIR=$work/cache-$1$2 LD_PRELOAD=$work/lib/segv_trace.so step "$1${2:+_fp16}" 240 "$work/tests/$1"' _
+  cat "$steps"
+  cp "$steps" "$work/res/"
+  tar -C "$work" -czf "$report_dir/results.tgz" logs res
+  exit 0
+fi
+
 # 2. Tests, conformance and the exports, side by side (16 CPU cores there).
 ( step "export models" 240 python3 tools/gpu_peer.py export "$work/peer" $models ) &
 peer_pid=$!
