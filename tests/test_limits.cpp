@@ -56,7 +56,9 @@ ocl_infer::Session load(const std::string& bytes, uint64_t max_memory = 0) {
 
 void expect_quick(const Outcome& o, const std::string& needle) {
   EXPECT_NE(o.error.find(needle), std::string::npos) << o.error;
-  EXPECT_LT(o.seconds, 1.0) << o.error;
+  // A bound against hangs and huge allocations, not a timing: it includes opening the device
+  // (NVIDIA's driver with six test processes beside it: 1.07 s).
+  EXPECT_LT(o.seconds, 5.0) << o.error;
   EXPECT_LT(o.rss_growth, uint64_t{200} << 20) << o.error;
 }
 

@@ -243,6 +243,7 @@ std::string DeviceCaps::summary() const {
   if (subgroups) s += ", subgroups";
   if (integer_dot_product) s += ", int dot product";
   if (x86_vnni512) s += ", x86 AVX-512 VNNI";
+  if (correct_div_sqrt) s += ", correctly rounded div/sqrt";
   s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
   return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
 }
@@ -292,6 +293,8 @@ DeviceCaps query_caps(cl_device_id d) {
   c.fp64 = c.has("cl_khr_fp64");
   c.subgroups = c.has("cl_khr_subgroups") || c.has("cl_intel_subgroups");
   c.integer_dot_product = c.has("cl_khr_integer_dot_product");
+  c.correct_div_sqrt = (device_scalar<cl_device_fp_config>(d, CL_DEVICE_SINGLE_FP_CONFIG) &
+                        CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
   if (c.type == DeviceClass::CPU) {
     // PoCL's CPU drivers compile for and run on this host; no other implementation takes x86
     // inline assembly (rusticl's llvmpipe goes through SPIR-V).
@@ -504,7 +507,7 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
   size_t len = src.size();
   cl_program p = clCreateProgramWithSource(context_, 1, &s, &len, &err);
   cl_check(err, "clCreateProgramWithSource");
-  err = clBuildProgram(p, 1, &dev_.device, options.c_str(), nullptr, nullptr);
+  err = clBuildProgram(p, 1, &dev_.device, (options + device_options()).c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
@@ -529,13 +532,17 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
   return p;
 }
 
+std::string ClRuntime::device_options() const {
+  return caps_.correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "";
+}
+
 cl_program ClRuntime::load_or_build(const std::string& file, const std::string& options) {
   return load_or_build_source(file, kernel_source(file), options);
 }
 
 std::pair<std::string, std::string> ClRuntime::cache_entry(const std::string& file, const std::string& src,
                                                            const std::string& options) const {
-  std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + '\n' +
+  std::string full_key = std::string(kCacheFormat) + '\n' + src + '\n' + options + device_options() + '\n' +
                          dev_.info.name + '\n' + dev_.info.platform + '\n' +
                          dev_.info.driver_version + '\n' + dev_.info.device_version;
   std::string path = cache_dir_.empty() ? "" : cache_dir_ + "/" + file + "-" + hex16(fnv1a(full_key)) + ".bin";
@@ -565,7 +572,7 @@ cl_program ClRuntime::load_or_build_source(const std::string& file, const std::s
           cl_program p =
               clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
           if (err == CL_SUCCESS && status == CL_SUCCESS &&
-              clBuildProgram(p, 1, &dev_.device, options.c_str(), nullptr, nullptr) ==
+              clBuildProgram(p, 1, &dev_.device, (options + device_options()).c_str(), nullptr, nullptr) ==
                   CL_SUCCESS) {
             prog = p;
             std::lock_guard<std::mutex> lock(mu_);
@@ -681,7 +688,8 @@ bool ClRuntime::store_program_binary(const UnstoredProgram& p) {
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program back = clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
   bool loads = err == CL_SUCCESS && status == CL_SUCCESS &&
-               clBuildProgram(back, 1, &dev_.device, p.options.c_str(), nullptr, nullptr) == CL_SUCCESS;
+               clBuildProgram(back, 1, &dev_.device, (p.options + device_options()).c_str(), nullptr, nullptr) ==
+                   CL_SUCCESS;
   cl_uint back_kernels = 0;
   loads = loads && clCreateKernelsInProgram(back, 0, nullptr, &back_kernels) == CL_SUCCESS && back_kernels == kernels;
   if (back) clReleaseProgram(back);

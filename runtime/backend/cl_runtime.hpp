@@ -104,6 +104,9 @@ class ClRuntime {
   const std::string& cache_dir() const { return cache_dir_; }
   cl_device_id device() const { return dev_.device; }
   bool has_fp64() const { return caps_.fp64; }
+  // Options every program of this device is built with, after its own: correctly rounded
+  // division and square root where the device offers them (DeviceCaps::correct_div_sqrt).
+  std::string device_options() const;
   bool profiling() const { return profiling_; }
 
   // Allocates `bytes` (at least 1) of device memory. Throws DeviceError (out of memory names the

@@ -34,6 +34,12 @@ struct DeviceCaps {
   bool fp64 = false;                // cl_khr_fp64
   bool subgroups = false;           // cl_khr_subgroups or cl_intel_subgroups
   bool integer_dot_product = false;  // cl_khr_integer_dot_product
+  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT in CL_DEVICE_SINGLE_FP_CONFIG: the device can divide and
+  // take square roots correctly rounded when a program asks (-cl-fp32-correctly-rounded-divide-sqrt).
+  // Without the option OpenCL allows 2.5 ulp for x / y (NVIDIA's driver takes that), which moves
+  // quantized values across rounding ties (x / scale) and makes DynamicQuantizeLinear's scale
+  // differ from the host's.
+  bool correct_div_sqrt = false;
   // The device is PoCL's CPU driver on this x86-64 host and the host CPU has AVX-512 VNNI (with
   // the OS saving zmm state): kernels may use the vpdpbusd instruction through inline assembly
   // (kernels/quant.cl, QVNNI). A capability of the CPU, read with cpuid, never a vendor id;
