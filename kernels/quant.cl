@@ -55,7 +55,7 @@ inline int requantize(int acc, float m, float ys, int yz) {
   v = epilogue_act(v * ys) / ys;
 #endif
   v = clamp(v, (float)(QMIN - yz), (float)(QMAX - yz));
-  return (int)rint(v) + yz;
+  return (int)RINT_SMALL(v) + yz;  // |v| <= 510 after the clamp
 }
 
 #if defined(OUT_I32)
@@ -348,27 +348,48 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
 #else
 #define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)
 #endif
-#define DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult)                                            \
-  {                                                                                          \
-    const divec sums = CAT(convert_int, OWB)(acc);                                           \
-    DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)                                               \
-    int r[OWB];                                                                              \
-    CAT(vstore, OWB)(sums, 0, r);                                                            \
-    for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) FINISH(yrow, (ow0) + j, r[j], b, mult); \
+// A block past the row's end (rows narrower than OWB: every block of a 7x7 plane) is requantized
+// as a whole vector too and stored lane by lane.
+#ifdef VEC_FINISH
+#define DW_STORE_PART(yrow, ow0, OW, sums, b, mult)                          \
+  YT r_[OWB];                                                                \
+  FINISH_VEC(OWB, r_, 0, sums, b, mult);                                     \
+  for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) (yrow)[(ow0) + j] = r_[j];
+#else
+#define DW_STORE_PART(yrow, ow0, OW, sums, b, mult)                                            \
+  int r[OWB];                                                                                \
+  CAT(vstore, OWB)(sums, 0, r);                                                              \
+  for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) FINISH(yrow, (ow0) + j, r[j], b, mult);
+#endif
+#define DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult)  \
+  {                                                \
+    const divec sums = CAT(convert_int, OWB)(acc); \
+    DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)     \
+    DW_STORE_PART(yrow, ow0, OW, sums, b, mult)    \
   }
 // DW_LOAD(p): the OWB inputs p[0], p[SW], ... as floats, from DW_VLOAD consecutive elements.
+// With DW_FLOAT_COPY the padded copy holds x - x_zero as floats (PT): a tap is one vector load
+// and one FMA, as in the float32 depthwise kernel (converting 8-bit vectors at every tap had made
+// the 8-bit kernel 2-3x slower than that one).
+#ifdef DW_FLOAT_COPY
+#define PT float
+#define DW_CVT(v) (v)
+#else
+#define PT XT
+#define DW_CVT(v) CAT(convert_float, OWB)(v)
+#endif
 #if SW == 1
 #define DW_VLOAD OWB
-#define DW_LOAD(p) CAT(convert_float, OWB)(CAT(vload, OWB)(0, p))
+#define DW_LOAD(p) DW_CVT(CAT(vload, OWB)(0, p))
 #elif SW == 2 && OWB == 4
 #define DW_VLOAD 8
-#define DW_LOAD(p) convert_float4(vload8(0, p).even)
+#define DW_LOAD(p) DW_CVT(vload8(0, p).even)
 #elif SW == 2 && OWB == 8
 #define DW_VLOAD 16
-#define DW_LOAD(p) convert_float8(vload16(0, p).even)
+#define DW_LOAD(p) DW_CVT(vload16(0, p).even)
 #elif SW == 2 && OWB == 16
 #define DW_VLOAD 32
-#define DW_LOAD(p) convert_float16((CAT(XT, 16))(vload16(0, p).even, vload16(0, (p) + 16).even))
+#define DW_LOAD(p) DW_CVT((CAT(PT, 16))(vload16(0, p).even, vload16(0, (p) + 16).even))
 #endif
 // One input channel per group and one output channel per group: a work-item computes one output
 // row of one channel, OWB pixels per vector. Weights [C][KD*KH*KW] floats (zero point subtracted);
@@ -420,62 +441,157 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
 
 #ifdef DW_VLOAD
 // The input with its padding made real (the zero point), for qconv_depthwise_padded: X
-// [N*C][D][H][W] -> Xp [N*C][Dp][Hp][Wp], pad_* before the input; a row per work-item, its
-// inside copied 16 values at a time. Global: (Dp*Hp, N*C).
-__kernel void qdw_pad_input(__global const XT* restrict X, __global const XT* xz, __global XT* restrict Xp, int D,
-                            int H, int W, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w) {
-  const int dh = get_global_id(0), nc = get_global_id(1);
-  if (dh >= Dp * Hp) return;
-  const int dd = dh / Hp, hh = dh % Hp;
-  const int id = dd - pad_d, ih = hh - pad_h;
-  __global XT* dst = Xp + (((long)nc * Dp + dd) * Hp + hh) * Wp;
-  const XT z = xz[0];
-  // Columns [lo, hi) of the padded row come from the input row; the rest is the zero point.
-  const int lo = min(pad_w, Wp), hi = id >= 0 && id < D && ih >= 0 && ih < H ? min(Wp, pad_w + W) : lo;
-  for (int x = 0; x < lo; ++x) dst[x] = z;
-  const __global XT* src = X + (((long)nc * D + id) * H + ih) * W - pad_w;
-  int x = lo;
-  for (; x + 16 <= hi; x += 16) vstore16(vload16(0, src + x), 0, dst + x);
-  for (; x < hi; ++x) dst[x] = src[x];
-  for (x = hi; x < Wp; ++x) dst[x] = z;
+// [N*C][D][H][W] -> Xp [N*C][Dp][Hp][Wp], pad_* before the input; a work-item copies `rows` padded
+// rows of `chans` planes, each row's inside 16 values at a time (a row per work-item had made
+// PoCL's per-work-group cost most of the copy). Global: (ceil(Dp*Hp / rows), ceil(N*C / chans)).
+__kernel void qdw_pad_input(__global const XT* restrict X, __global const XT* xz, __global PT* restrict Xp, int D,
+                            int H, int W, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w, int planes,
+                            int rows, int chans) {
+  const int dh0 = get_global_id(0) * rows, nc0 = get_global_id(1) * chans;
+  const int dh_end = min(Dp * Hp, dh0 + rows), nc_end = min(planes, nc0 + chans);
+#ifdef DW_FLOAT_COPY
+  // x - x_zero as floats (exact): the padding is 0.
+  const PT z = 0.0f;
+  const float xzf = (float)xz[0];
+#define DW_COPY16(s) (convert_float16(s) - xzf)
+#define DW_COPY1(s) ((float)(s) - xzf)
+#else
+  const PT z = xz[0];
+#define DW_COPY16(s) (s)
+#define DW_COPY1(s) (s)
+#endif
+  for (int nc = nc0; nc < nc_end; ++nc) {
+    for (int dh = dh0; dh < dh_end; ++dh) {
+      const int dd = dh / Hp, hh = dh % Hp;
+      const int id = dd - pad_d, ih = hh - pad_h;
+      __global PT* dst = Xp + (((long)nc * Dp + dd) * Hp + hh) * Wp;
+      // Columns [lo, hi) of the padded row come from the input row; the rest is the zero point.
+      const int lo = min(pad_w, Wp), hi = id >= 0 && id < D && ih >= 0 && ih < H ? min(Wp, pad_w + W) : lo;
+      for (int x = 0; x < lo; ++x) dst[x] = z;
+      const __global XT* src = X + (((long)nc * D + id) * H + ih) * W - pad_w;
+      int x = lo;
+      for (; x + 16 <= hi; x += 16) vstore16(DW_COPY16(vload16(0, src + x)), 0, dst + x);
+      for (; x < hi; ++x) dst[x] = DW_COPY1(src[x]);
+      for (x = hi; x < Wp; ++x) dst[x] = z;
+    }
+  }
 }
 
 // qconv_depthwise on the padded input (qdw_pad_input): every block of every row is read with one
 // vector load per tap, without bounds checks (the border blocks' per-element path cost more than
-// all the others together). Xp's extents cover whole OWB blocks. Global: (OD*OH, N*C).
-__kernel void qconv_depthwise_padded(__global const XT* restrict Xp, __global const float* restrict Wp_,
+// all the others together). Xp's extents cover whole OWB blocks. A work-item computes `rows`
+// output rows of `chans` planes (as the float32 depthwise kernel: one row of one channel per
+// work-item had made a 7x7x960 layer 5x slower than float32's). Global: (ceil(OD*OH / rows),
+// ceil(N*C / chans)).
+__kernel void qconv_depthwise_padded(__global const PT* restrict Xp, __global const float* restrict Wp_,
                                      __global const int* restrict bias, __global const float* xs,
                                      __global const XT* xz, __global const float* ws, __global const float* ys,
                                      __global const YT* yzp, __global YT* restrict Y, int C, int Dp, int Hp,
-                                     int Wp, int OD, int OH, int OW) {
-  const int odh = get_global_id(0);
-  const int nc = get_global_id(1);
-  if (odh >= OD * OH) return;
-  const int od = odh / OH, oh = odh % OH, c = nc % C;
+                                     int Wp, int OD, int OH, int OW, int planes, int rows, int chans) {
+  const int odh0 = get_global_id(0) * rows, nc0 = get_global_id(1) * chans;
+  const int odh_end = min(OD * OH, odh0 + rows), nc_end = min(planes, nc0 + chans);
+#ifdef DW_FLOAT_COPY
+  const float x_zero = 0.0f;  // subtracted in the copy
+#else
   const float x_zero = (float)xz[0];
-  Xp += (long)nc * Dp * Hp * Wp;
-  float wk[TAPS];
-#pragma unroll
-  for (int t = 0; t < TAPS; ++t) wk[t] = Wp_[(long)c * TAPS + t];
+#endif
   OUT_PARAMS
-  const int b = BIAS(c);
-  const float mult = MULT(c);
-  __global YT* yrow = Y + (long)nc * OD * OH * OW + (long)odh * OW;
-  const int id0 = od * SD, ih0 = oh * SH;
-  for (int ow0 = 0; ow0 < OW; ow0 += OWB) {
-    dvec acc = (dvec)0.0f;
-    for (int kd = 0; kd < KD; ++kd) {
+  for (int nc = nc0; nc < nc_end; ++nc) {
+    const int c = nc % C;
+    const __global PT* xp = Xp + (long)nc * Dp * Hp * Wp;
+    float wk[TAPS];
 #pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-        const __global XT* xr = Xp + ((long)(id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp + ow0 * SW;
+    for (int t = 0; t < TAPS; ++t) wk[t] = Wp_[(long)c * TAPS + t];
+    const int b = BIAS(c);
+    const float mult = MULT(c);
+    for (int odh = odh0; odh < odh_end; ++odh) {
+      const int od = odh / OH, oh = odh % OH;
+      __global YT* yrow = Y + (long)nc * OD * OH * OW + (long)odh * OW;
+      const int id0 = od * SD, ih0 = oh * SH;
+      for (int ow0 = 0; ow0 < OW; ow0 += OWB) {
+        dvec acc = (dvec)0.0f;
+        for (int kd = 0; kd < KD; ++kd) {
 #pragma unroll
-        for (int kw = 0; kw < KW; ++kw)
-          acc = fma(DW_LOAD(xr + kw * DW) - x_zero, (dvec)(wk[(kd * KH + kh) * KW + kw]), acc);
+          for (int kh = 0; kh < KH; ++kh) {
+            const __global PT* xr = xp + ((long)(id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp + ow0 * SW;
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw)
+              acc = fma(DW_LOAD(xr + kw * DW) - x_zero, (dvec)(wk[(kd * KH + kh) * KW + kw]), acc);
+          }
+        }
+        DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult);
       }
     }
-    DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult);
   }
 }
+#ifdef DW_ROWS
+// qconv_depthwise_rows (CPU-shaped, 2-D): no padded copy in global memory. A work-item keeps the
+// input rows its output rows read as floats (x - x_zero, 0 in the padding) in a ring of RING rows
+// of PW floats in private memory: each input row is converted once per band (SH rows per output
+// row), and a tap is one vector load from the ring and one FMA. The padded copy had cost as much
+// as the conv itself (mobilenet_v2: 0.8 of 1.9 ms). IN_W, OUT_W, PAD_W compiled in; a work-item
+// computes `rows` output rows of `chans` planes. Global: (ceil(OH / rows), ceil(N*C / chans)).
+#define NBLK ((OUT_W + OWB - 1) / OWB)
+#define PW (NBLK * OWB * SW + (KW - 1) * DW)
+#define RING ((KH - 1) * DH + 1)
+#define DW_SLOT(ih) (((ih) % RING + RING) % RING)
+// Input row ih into ring slot `slot`: columns [PAD_W, PAD_W + IN_W) from the row, zeros around.
+inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih, int H, float x_zero) {
+  if (ih < 0 || ih >= H) {
+    for (int i = 0; i < PW; ++i) dst[i] = 0.0f;
+    return;
+  }
+  const __global XT* src = x + (long)ih * IN_W;
+#pragma unroll
+  for (int i = 0; i < PAD_W && i < PW; ++i) dst[i] = 0.0f;
+  int i = 0;
+  for (; i + 16 <= IN_W && PAD_W + i + 16 <= PW; i += 16)
+    vstore16(convert_float16(vload16(0, src + i)) - x_zero, 0, dst + PAD_W + i);
+  for (; i < IN_W && PAD_W + i < PW; ++i) dst[PAD_W + i] = (float)src[i] - x_zero;
+  for (i = PAD_W + IN_W; i < PW; ++i) dst[i] = 0.0f;
+}
+
+__kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const float* restrict Wp_,
+                                   __global const int* restrict bias, __global const float* xs,
+                                   __global const XT* xz, __global const float* ws, __global const float* ys,
+                                   __global const YT* yzp, __global YT* restrict Y, int C, int H, int OH, int pad_h,
+                                   int planes, int rows, int chans) {
+  const int oh0 = get_global_id(0) * rows, nc0 = get_global_id(1) * chans;
+  const int oh_end = min(OH, oh0 + rows), nc_end = min(planes, nc0 + chans);
+  const float x_zero = (float)xz[0];
+  OUT_PARAMS
+  float ring[RING * PW];
+  for (int nc = nc0; nc < nc_end; ++nc) {
+    const int c = nc % C;
+    const __global XT* x = X + (long)nc * H * IN_W;
+    float wk[KH * KW];
+#pragma unroll
+    for (int t = 0; t < KH * KW; ++t) wk[t] = Wp_[(long)c * (KH * KW) + t];
+    const int b = BIAS(c);
+    const float mult = MULT(c);
+    int next = oh0 * SH - pad_h;  // the first input row not yet in the ring
+    for (int oh = oh0; oh < oh_end; ++oh) {
+      const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;
+      for (int ih = max(next, first); ih <= last; ++ih)
+        dw_ring_row(ring + DW_SLOT(ih) * PW, x, ih, H, x_zero);
+      next = last + 1;
+      __global YT* yrow = Y + (long)nc * OH * OUT_W + (long)oh * OUT_W;
+#pragma unroll
+      for (int j = 0; j < NBLK; ++j) {
+        const int ow0 = j * OWB;
+        dvec acc = (dvec)0.0f;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) {
+          const float* xr = ring + DW_SLOT(first + kh * DH) * PW + ow0 * SW;
+#pragma unroll
+          for (int kw = 0; kw < KW; ++kw) acc = fma(DW_LOAD(xr + kw * DW), (dvec)(wk[kh * KW + kw]), acc);
+        }
+        DW_STORE_BLOCK(yrow, ow0, OUT_W, acc, b, mult);
+      }
+    }
+  }
+}
+#endif  // DW_ROWS
 #endif  // DW_VLOAD
 #endif  // DEPTHWISE
 

@@ -238,6 +238,12 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
       {1, 4, 11, 9, 5, 3, 1, 2, 2, 1, DType::Int8, DType::UInt8, false, true, false},   // dilated
       {1, 3, 10, 10, 17, 5, 3, 2, 1, 1, DType::UInt8, DType::UInt8, true, false, false},
       {1, 6, 14, 17, 6, 3, 3, 1, 1, 6, DType::UInt8, DType::Int8, true, true, false},  // depthwise, stride 3
+      // depthwise, int8 input, rows wide enough for the padded float copy's vector path
+      {1, 4, 9, 37, 4, 3, 2, 1, 1, 4, DType::Int8, DType::Int8, true, true, false},
+      // depthwise on CPU-shaped devices: bands of rows (3 large planes: 6 bands of 12 rows, the
+      // last shorter) and 2 channels per work-item (67 small planes: the last work-item has one)
+      {1, 3, 70, 66, 3, 3, 1, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
+      {1, 67, 5, 5, 67, 3, 1, 1, 1, 67, DType::UInt8, DType::Int8, true, true, false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
@@ -271,11 +277,14 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
         {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
          "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16"},
         {"", "qconv=tiled:ts=16,rm=2,rn=1,tk=8"},
-        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=tiled"},
+        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=depthwise:owb=8,ring=0", "qconv=tiled"},
         {"", "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16"},
         {"", "qconv=packed:ocb=8,owb=2"},
         {""},
         {""},
+        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=depthwise:owb=16,ring=0"},
+        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=4,ring=0"},
+        {"", "qconv=depthwise:owb=16", "qconv=depthwise:owb=8,ring=0"},
     };
     const size_t case_index = static_cast<size_t>(&c - cases);
     for (const char* variant : kVariants[case_index]) {
@@ -286,6 +295,43 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
       int64_t first = -1;
       EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
       EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+    }
+  }
+}
+
+// With ring=0 the 8-bit depthwise kernel reads a padded copy of its input: x - x_zero as floats up
+// to 2^22 elements (ops/quant_ops.cpp, kFloatCopyLimit), the 8-bit values beyond. The cases above
+// take the float copy; this one (16 x 522 x 528 padded elements, strides 1 and 2) the 8-bit one;
+// the ring kernel (ring=1) on wide rows too. Not run under oclgrind (4M-element convs).
+TEST(Quant, LargeDepthwiseMatchesIntegerReference) {
+  std::mt19937 rng(9);
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    const QConvCase c{1, 16, 520, 520, 16, 3, stride, 1, 1, 16, DType::UInt8, DType::Int8, true, true, false};
+    Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
+    Tensor w = random_q(c.wt, {c.M, 1, c.k, c.k}, rng);
+    const int xz = 129, yz = 121;
+    const float xs = 0.02f, ys = 0.11f;
+    std::vector<float> ws(c.M);
+    std::vector<int> wz(c.M, 0);
+    Tensor wzt(c.wt, {c.M});
+    for (int64_t i = 0; i < c.M; ++i) {
+      ws[i] = 0.002f * static_cast<float>(i % 5 + 1);
+      wz[i] = static_cast<int>(i % 3) - 1;
+      seti(wzt, i, wz[i]);
+    }
+    Tensor bias(DType::Int32, {c.M});
+    for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
+    ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
+    m.output("y");
+    const Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, &bias);
+    for (const char* variant : {"qconv=depthwise:owb=16,ring=0", "qconv=depthwise:owb=16,ring=1"}) {
+      SCOPED_TRACE(variant);
+      ocl_infer::SessionOptions opt;
+      opt.kernel_variants = variant;
+      auto out = open_session(m, opt).run({{"x", x}});
+      int64_t first = -1;
+      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
     }
   }
 }
