@@ -228,75 +228,86 @@ ModelBuilder qconv_model(const QConvCase& c, const Tensor& w, const Tensor& wz, 
 
 }  // namespace
 
+// QLinearConv (and the same conv as ConvInteger: raw int32 sums, weights as a graph input) on case
+// `c` under each of `variants` (kernel-variant requests; "" is the device's own choice), against
+// the integer reference.
+void expect_qconv_matches(const QConvCase& c, const std::vector<const char*>& variants, std::mt19937& rng) {
+  SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
+               " group=" + std::to_string(c.group) + " " + std::to_string(c.H) + "x" + std::to_string(c.W));
+  Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
+  Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
+  const int xz = c.xt == DType::UInt8 ? 131 : -3;
+  const float xs = 0.02f, ys = 0.37f;
+  const int yz = 117;
+  std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
+  std::vector<int> wz(ws.size());
+  Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ws[i] = 0.003f * static_cast<float>(i % 7 + 1);
+    wz[i] = c.wt == DType::Int8 ? static_cast<int>(i % 3) - 1 : 128 + static_cast<int>(i % 5);
+    seti(wzt, static_cast<int64_t>(i), wz[i]);
+  }
+  Tensor bias(DType::Int32, {c.M});
+  for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
+  ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
+  m.input("wi", c.wt, w.shape);
+  set_conv_attrs(m.node("ConvInteger", {"x", "wi", "xz", "wz"}, {"acc"}), c);
+  m.output("y").output("acc");
+  Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
+  Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
+  for (const char* variant : variants) {
+    SCOPED_TRACE(variant);
+    ocl_infer::SessionOptions opt;
+    opt.kernel_variants = variant;
+    auto out = open_session(m, opt).run({{"x", x}, {"wi", w}});
+    int64_t first = -1;
+    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
+  }
+}
+
+// Every variant of the qconv family on the cases it is made for, with the extreme values of its
+// parameters (each combination is a program build: a cold run of all of them on all cases took
+// 3.5 min).
 TEST(Quant, QLinearConvMatchesIntegerReference) {
   std::mt19937 rng(5);
-  const QConvCase cases[] = {
-      {1, 3, 9, 11, 8, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false},
-      {2, 6, 7, 5, 6, 3, 2, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
-      {1, 8, 13, 13, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::Int8, true, true, false},  // depthwise
-      {1, 5, 6, 17, 19, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, false, false, false},  // pointwise
-      {1, 4, 11, 9, 5, 3, 1, 2, 2, 1, DType::Int8, DType::UInt8, false, true, false},   // dilated
-      {1, 3, 10, 10, 17, 5, 3, 2, 1, 1, DType::UInt8, DType::UInt8, true, false, false},
-      {1, 6, 14, 17, 6, 3, 3, 1, 1, 6, DType::UInt8, DType::Int8, true, true, false},  // depthwise, stride 3
-      // depthwise, int8 input, rows wide enough for the padded float copy's vector path
-      {1, 4, 9, 37, 4, 3, 2, 1, 1, 4, DType::Int8, DType::Int8, true, true, false},
-      // depthwise on CPU-shaped devices: bands of rows (3 large planes: 6 bands of 12 rows, the
-      // last shorter) and 2 channels per work-item (67 small planes: the last work-item has one)
-      {1, 3, 70, 66, 3, 3, 1, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
-      {1, 67, 5, 5, 67, 3, 1, 1, 1, 67, DType::UInt8, DType::Int8, true, true, false},
+  const std::vector<std::pair<QConvCase, std::vector<const char*>>> cases = {
+      {{1, 3, 9, 11, 8, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false},
+       {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
+        "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16"}},
+      {{2, 6, 7, 5, 6, 3, 2, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
+       {"", "qconv=tiled:ts=16,rm=2,rn=1,tk=8"}},
+      {{1, 8, 13, 13, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::Int8, true, true, false},  // depthwise
+       {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=tiled"}},
+      {{1, 5, 6, 17, 19, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, false, false, false},  // pointwise
+       {"", "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16"}},
+      {{1, 4, 11, 9, 5, 3, 1, 2, 2, 1, DType::Int8, DType::UInt8, false, true, false},  // dilated
+       {"", "qconv=packed:ocb=8,owb=2"}},
+      {{1, 3, 10, 10, 17, 5, 3, 2, 1, 1, DType::UInt8, DType::UInt8, true, false, false}, {""}},
+      {{1, 6, 14, 17, 6, 3, 3, 1, 1, 6, DType::UInt8, DType::Int8, true, true, false}, {""}},  // depthwise, stride 3
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
-                 " group=" + std::to_string(c.group));
-    Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
-    Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
-    const int xz = c.xt == DType::UInt8 ? 131 : -3;
-    const float xs = 0.02f, ys = 0.37f;
-    const int yz = 117;
-    std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
-    std::vector<int> wz(ws.size());
-    Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
-    for (size_t i = 0; i < ws.size(); ++i) {
-      ws[i] = 0.003f * static_cast<float>(i % 7 + 1);
-      wz[i] = c.wt == DType::Int8 ? static_cast<int>(i % 3) - 1 : 128 + static_cast<int>(i % 5);
-      seti(wzt, static_cast<int64_t>(i), wz[i]);
-    }
-    Tensor bias(DType::Int32, {c.M});
-    for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
-    ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
-    // The same conv as ConvInteger (raw int32 sums), weights as a graph input this time.
-    m.input("wi", c.wt, w.shape);
-    set_conv_attrs(m.node("ConvInteger", {"x", "wi", "xz", "wz"}, {"acc"}), c);
-    m.output("y").output("acc");
-    Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
-    Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
-    // Every variant of the qconv family on the cases it is made for, with the extreme values of
-    // its parameters (each combination is a program build: a cold run of all of them on all cases
-    // took 3.5 min).
-    static const std::vector<std::vector<const char*>> kVariants = {
-        {"", "qconv=packed:ocb=4,owb=1", "qconv=packed:ocb=16,owb=16", "qconv=tiled",
-         "qconv=tiled:ts=16,rm=1,rn=1,tk=4", "qconv=tiled:ts=64,rm=4,rn=4,tk=16"},
-        {"", "qconv=tiled:ts=16,rm=2,rn=1,tk=8"},
-        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=depthwise:owb=8,ring=0", "qconv=tiled"},
-        {"", "qconv=pointwise:ocb=4,pxb=8", "qconv=pointwise:ocb=16,pxb=16"},
-        {"", "qconv=packed:ocb=8,owb=2"},
-        {""},
-        {""},
-        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16", "qconv=depthwise:owb=16,ring=0"},
-        {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=4,ring=0"},
-        {"", "qconv=depthwise:owb=16", "qconv=depthwise:owb=8,ring=0"},
-    };
-    const size_t case_index = static_cast<size_t>(&c - cases);
-    for (const char* variant : kVariants[case_index]) {
-      SCOPED_TRACE(variant);
-      ocl_infer::SessionOptions opt;
-      opt.kernel_variants = variant;
-      auto out = open_session(m, opt).run({{"x", x}, {"wi", w}});
-      int64_t first = -1;
-      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
-      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
-    }
-  }
+  for (const auto& [c, variants] : cases) expect_qconv_matches(c, variants, rng);
+}
+
+// The 8-bit depthwise conv's two input paths (ring=1: rows converted into private memory, the
+// CPU-shaped default; ring=0: a padded copy in global memory) on the geometries that select their
+// branches. Its own ctest entry (test_quant_depthwise): program builds per row geometry.
+TEST(Quant, DepthwiseMatchesIntegerReference) {
+  std::mt19937 rng(7);
+  const std::vector<std::pair<QConvCase, std::vector<const char*>>> cases = {
+      {{1, 8, 13, 13, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::Int8, true, true, false},
+       {"qconv=depthwise:owb=8,ring=0"}},
+      // int8 input, rows wide enough for the float copy's vector path
+      {{1, 4, 9, 37, 4, 3, 2, 1, 1, 4, DType::Int8, DType::Int8, true, true, false},
+       {"", "qconv=depthwise:owb=4", "qconv=depthwise:owb=16,ring=0"}},
+      // bands of rows (3 large planes: 6 bands of 12 rows, the last shorter) and 2 channels per
+      // work-item (67 small planes: the last work-item has one), on CPU-shaped devices
+      {{1, 3, 70, 66, 3, 3, 1, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false},
+       {"", "qconv=depthwise:owb=4,ring=0"}},
+      {{1, 67, 5, 5, 67, 3, 1, 1, 1, 67, DType::UInt8, DType::Int8, true, true, false},
+       {"", "qconv=depthwise:owb=8,ring=0"}},
+  };
+  for (const auto& [c, variants] : cases) expect_qconv_matches(c, variants, rng);
 }
 
 // With ring=0 the 8-bit depthwise kernel reads a padded copy of its input: x - x_zero as floats up
@@ -305,7 +316,7 @@ TEST(Quant, QLinearConvMatchesIntegerReference) {
 // the ring kernel (ring=1) on wide rows too. Not run under oclgrind (4M-element convs). On Mesa
 // 22.3's llvmpipe (OCL_INFER_ALLOW_LOOP_LIMIT=1) ring=1 fails from row 94: a work-item's 520-row
 // band passes the driver's 65,535-iteration loop limit (oclgrind gives the right values).
-TEST(Quant, LargeDepthwiseMatchesIntegerReference) {
+TEST(Quant, DepthwiseLargeMatchesIntegerReference) {
   std::mt19937 rng(9);
   for (int64_t stride : {1, 2}) {
     SCOPED_TRACE("stride " + std::to_string(stride));

@@ -106,7 +106,7 @@ for s in $suites; do check "$s" "$build/tests/$s"; done
 # The integer kernels (quantization ops against their references; about 5 s).
 # (Not the VNNI conv test: oclgrind never offers VNNI, and the kernels it falls back to are the
 # other tests' subject.)
-check "test_quant" "$build/tests/test_quant" --gtest_filter='Quant.*:-Quant.VnniConv*:Quant.LargeDepthwise*'
+check "test_quant" "$build/tests/test_quant" --gtest_filter='Quant.*:-Quant.VnniConv*:Quant.DepthwiseLarge*'
 # The recurrent step kernels (every variant in the full check; the one-launch "fused" variant,
 # with its barriers, in the quick one; about 15 s each) and the sequence ops.
 rnn_variants="rnn=fused rnn=blocked rnn=wide"
