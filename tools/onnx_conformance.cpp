@@ -250,6 +250,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
   bool verbose = false;
   int timeout_s = 60;
+  int shard = 0, shards = 1;  // --shard I/N: every N-th test from the I-th (parallel runs)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -265,12 +266,30 @@ int main(int argc, char** argv) {
     else if (a == "--write-expect") write_file = value();
     else if (a == "--device") device = value();
     else if (a == "--timeout") timeout_s = std::stoi(value());
+    else if (a == "--shard") {
+      const std::string v = value();
+      const size_t slash = v.find('/');
+      try {
+        shard = std::stoi(v.substr(0, slash));
+        shards = slash == std::string::npos ? 0 : std::stoi(v.substr(slash + 1));
+      } catch (const std::exception&) {
+        shards = 0;
+      }
+      if (shards < 1 || shard < 0 || shard >= shards) {
+        std::cerr << "--shard needs I/N with 0 <= I < N, e.g. 0/4\n";
+        return 2;
+      }
+    }
     else if (a == "--verbose" || a == "-v") verbose = true;
     else {
       std::cerr << "usage: onnx-conformance [--root DIR] [--filter SUBSTR] [--expect FILE] "
-                   "[--write-expect FILE] [--device D] [--timeout S] [--verbose]\n";
+                   "[--write-expect FILE] [--device D] [--timeout S] [--shard I/N] [--verbose]\n";
       return 2;
     }
+  }
+  if (shards > 1 && !write_file.empty()) {
+    std::cerr << "--write-expect needs the whole suite, not a --shard\n";
+    return 2;
   }
   std::set<std::string> expected;
   if (!expect_file.empty()) {
@@ -291,12 +310,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> passed, regressions;
   std::map<std::string, int> unsupported;
   std::regex op_re("([A-Za-z0-9_.]+) \\(opset \\d+\\)");
+  int index = 0;
   for (auto& suite : suites) {
     for (auto& t : list_dir(root + "/" + suite)) {
       std::string name = suite + "/" + t;
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       std::string dir = root + "/" + suite + "/" + t;
       if (!exists(dir + "/model.onnx")) continue;
+      if (index++ % shards != shard) continue;
       Result r = run_isolated(dir, device, timeout_s);
       if (auto it = data_disagreements().find(t); it != data_disagreements().end() && r.outcome == Outcome::Fail)
         r = {Outcome::Skip, "test data this runtime does not follow: " + it->second + " (" + r.detail + ")"};
