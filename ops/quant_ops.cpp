@@ -513,6 +513,17 @@ bool qdw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
 constexpr int64_t kFloatCopyLimit = int64_t{1} << 22;
 // qconv_depthwise_rows' ring of converted input rows, in floats of private memory per work-item.
 constexpr int64_t kRingLimit = 16384;
+// How a CPU-shaped 8-bit depthwise conv shares out its planes, as the float32 depthwise kernel
+// (ops/conv_ops.cpp, dw_defaults): small planes take up to 8 channels per work-item (the per-work-
+// group cost), few large planes are cut into bands of rows so that every core gets work.
+struct DwSplit {
+  int64_t chans, bands;
+};
+DwSplit dw_split(int64_t planes, int64_t plane_out) {
+  return {std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8),
+          planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1};
+}
+size_t groups(int64_t n, int64_t per) { return static_cast<size_t>((n + per - 1) / per); }
 void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
@@ -531,29 +542,24 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
       local = l;
       break;
     }
-  const int64_t nblk = (d.out3[2] + owb - 1) / owb;
-  const int64_t ring_floats = ((d.k3[1] - 1) * d.d3[1] + 1) * (nblk * owb * d.st3[2] + (d.k3[2] - 1) * d.d3[2]);
+  const int64_t blocks = (d.out3[2] + owb - 1) / owb;
+  const int64_t ring_floats = ((d.k3[1] - 1) * d.d3[1] + 1) * (blocks * owb * d.st3[2] + (d.k3[2] - 1) * d.d3[2]);
   if (p.at("ring") == 1 && d.st3[2] <= 2 && d.k3[0] == 1 && d.in3[0] == 1 && ring_floats <= kRingLimit) {
-    // CPU-shaped, 2-D, strides 1 and 2: input rows converted to floats once into a ring in private
-    // memory (kernels/quant.cl, qconv_depthwise_rows); bands of rows x a few channels per work-item.
-    const int64_t plane_out = d.out3[1] * d.out3[2];
-    const int64_t chans =
-        std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8);
-    const int64_t bands = planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1;
-    const int64_t band_rows = (d.out3[1] + bands - 1) / bands;
+    // 2-D, strides 1 and 2: input rows converted to floats once into a ring in private memory
+    // (kernels/quant.cl, qconv_depthwise_rows); bands of rows x a few channels per work-item.
+    const DwSplit split = dw_split(planes, d.out3[1] * d.out3[2]);
+    const int64_t band_rows = (d.out3[1] + split.bands - 1) / split.bands;
     ctx.launch("quant", "qconv_depthwise_rows",
                opts + " -DDW_FLOAT_COPY -DDW_ROWS -DIN_W=" + std::to_string(d.in3[2]) + " -DOUT_W=" +
                    std::to_string(d.out3[2]) + " -DPAD_W=" + std::to_string(d.pb3[2]),
-               {static_cast<size_t>((d.out3[1] + band_rows - 1) / band_rows),
-                static_cast<size_t>((planes + chans - 1) / chans)},
-               {1, 1}, ctx.in_buf(q.x), wp, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G),
-               i32(d.in3[1]), i32(d.out3[1]), i32(d.pb3[1]), i32(planes), i32(band_rows), i32(chans));
+               {groups(d.out3[1], band_rows), groups(planes, split.chans)}, {1, 1}, ctx.in_buf(q.x), wp, a.bias,
+               a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(d.in3[1]), i32(d.out3[1]),
+               i32(d.pb3[1]), i32(planes), i32(band_rows), i32(split.chans));
     return;
   }
   if (d.st3[2] <= 2) {
     // Strides 1 and 2: the input copied with its padding made real, then one vector load of
     // owb * stride elements per tap (kernels/quant.cl, qconv_depthwise_padded).
-    const int64_t blocks = (d.out3[2] + owb - 1) / owb;
     const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, d.out3[1], 1);
     const int64_t Wp = window_extent(d, 2, (blocks - 1) * owb + 1, owb * d.st3[2]);
     // The copy holds x - x_zero as floats where it stays small (a tap is then a load and an FMA,
@@ -561,24 +567,20 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
     const bool float_copy = planes * Dp * Hp * Wp <= kFloatCopyLimit;
     const std::string copy_opts = opts + (float_copy ? " -DDW_FLOAT_COPY" : "");
     Operand xp = ctx.workspace(float_copy ? DType::Float32 : d.xt, {planes * Dp * Hp * Wp});
-    // CPU-shaped: bands of rows x a few channels per work-item, as the float32 depthwise kernel
-    // (small planes: several channels amortise the per-work-group cost; few large planes: bands,
-    // so that every core gets work); GPU-shaped: a row of a channel per work-item.
-    int64_t out_rows = 1, chans = 1, pad_rows = 1, pad_chans = 1;
+    // CPU-shaped: bands of rows x a few channels per work-item (dw_split); GPU-shaped: a row of a
+    // channel per work-item.
+    int64_t out_rows = 1, chans = 1, pad_rows = 1;
     std::vector<size_t> conv_local{local, 1}, pad_local;
     if (ctx.caps().cpu_shaped()) {
-      const int64_t plane_out = d.out3[0] * d.out3[1] * d.out3[2];
-      chans = std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8);
-      const int64_t bands = planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1;
-      out_rows = (static_cast<int64_t>(rows) + bands - 1) / bands;
-      pad_rows = (Dp * Hp + bands - 1) / bands;
-      pad_chans = chans;
+      const DwSplit split = dw_split(planes, d.out3[0] * d.out3[1] * d.out3[2]);
+      chans = split.chans;
+      out_rows = (static_cast<int64_t>(rows) + split.bands - 1) / split.bands;
+      pad_rows = (Dp * Hp + split.bands - 1) / split.bands;
       conv_local = pad_local = {1, 1};
     }
-    auto groups = [](int64_t n, int64_t per) { return static_cast<size_t>((n + per - 1) / per); };
-    ctx.launch("quant", "qdw_pad_input", copy_opts, {groups(Dp * Hp, pad_rows), groups(planes, pad_chans)}, pad_local,
+    ctx.launch("quant", "qdw_pad_input", copy_opts, {groups(Dp * Hp, pad_rows), groups(planes, chans)}, pad_local,
                ctx.in_buf(q.x), a.xz, xp.mem, i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(Dp), i32(Hp), i32(Wp),
-               i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]), i32(planes), i32(pad_rows), i32(pad_chans));
+               i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]), i32(planes), i32(pad_rows), i32(chans));
     ctx.launch("quant", "qconv_depthwise_padded", copy_opts,
                {groups(static_cast<int64_t>(rows), out_rows), groups(planes, chans)}, conv_local, xp.mem, wp, a.bias,
                a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(Dp), i32(Hp), i32(Wp), i32(d.out3[0]),
