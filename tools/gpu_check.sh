@@ -78,7 +78,7 @@ export OCL_INFER_MODELS_DIR=$work/models
 "$ocl" "$work/models/squeezenet1_1.onnx" "$work/models/dog.jpg" -v >"$report_dir/capabilities.txt" 2>&1
 
 # GPU_CHECK_MODE=probe: crash triage instead of the full check. Each case runs with fresh caches
-# and tools/segv_trace.c preloaded (a stack on SIGSEGV; resolve the offsets against the same build's
+# (p1b and p1c reuse p1's, to load the binaries it stored) and tools/segv_trace.c preloaded (a stack on SIGSEGV; resolve the offsets against the same build's
 # unstripped library with addr2line), then the test binaries named in GPU_CHECK_PROBE_TESTS.
 if [ "${GPU_CHECK_MODE:-}" = probe ]; then
   case_n=0
@@ -87,13 +87,17 @@ if [ "${GPU_CHECK_MODE:-}" = probe ]; then
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
     case_n=$((case_n + 1))
-    env "${envs[@]}" OCL_INFER_CACHE_DIR="$work/probe-cache-$case_n" LD_PRELOAD="$work/lib/segv_trace.so" \
+    env OCL_INFER_CACHE_DIR="$work/probe-cache-$case_n" LD_PRELOAD="$work/lib/segv_trace.so" "${envs[@]}" \
       bash -c 'step "$0" 60 "$@"' "$name" "$@"
   }
   export -f step say
   export work steps log deadline
   m=$work/models/mobilenet_v2.onnx img=$work/models/dog.jpg
   probe "p1 mobilenet_v2 -v" -- "$ocl" "$m" "$img" -v
+  # p1 again on p1's cache (its stored program binaries loaded back), with and without NVIDIA's
+  # own compute cache.
+  probe "p1b again, binaries from the cache" OCL_INFER_CACHE_DIR="$work/probe-cache-1" -- "$ocl" "$m" "$img" -v
+  probe "p1c again, driver cache off" OCL_INFER_CACHE_DIR="$work/probe-cache-1" CUDA_CACHE_DISABLE=1 -- "$ocl" "$m" "$img" -v
   probe "p2 no binary storage" OCL_INFER_STORE_BINARIES=0 -- "$ocl" "$m" "$img" -v
   probe "p3 cache off" -- "$ocl" "$m" "$img" -v --cache-dir off
   probe "p4 conv=packed" -- "$ocl" "$m" "$img" -v --variant conv=packed
