@@ -338,29 +338,33 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
 #define dvec CAT(float, OWB)
 #define divec CAT(int, OWB)
 // Requantizes and stores the OWB sums in `acc` (floats, exact) as outputs [ow0, ow0 + OWB) of
-// the row, those before OW; `continue`s the caller's block loop.
+// the row, those before OW. A whole block is stored as a vector (and `continue`s the caller's
+// block loop); a block past the row's end (rows narrower than OWB: every block of a 7x7 plane) is
+// requantized as a whole vector too and stored lane by lane.
 #ifdef VEC_FINISH
 #define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult) \
   if ((ow0) + OWB <= (OW)) {                       \
     FINISH_VEC(OWB, yrow, ow0, sums, b, mult);     \
     continue;                                      \
   }
-#else
-#define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)
-#endif
-// A block past the row's end (rows narrower than OWB: every block of a 7x7 plane) is requantized
-// as a whole vector too and stored lane by lane.
-#ifdef VEC_FINISH
 #define DW_STORE_PART(yrow, ow0, OW, sums, b, mult)                          \
   YT r_[OWB];                                                                \
   FINISH_VEC(OWB, r_, 0, sums, b, mult);                                     \
   for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) (yrow)[(ow0) + j] = r_[j];
 #else
+#define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)
 #define DW_STORE_PART(yrow, ow0, OW, sums, b, mult)                                            \
   int r[OWB];                                                                                \
   CAT(vstore, OWB)(sums, 0, r);                                                              \
   for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) FINISH(yrow, (ow0) + j, r[j], b, mult);
 #endif
+// Channel c's weights (wk: TAPS floats from W), bias sum and multiplier, as the depthwise kernels
+// read them once per channel.
+#define DW_CHANNEL(W, c)                                                  \
+  float wk[TAPS];                                                         \
+  _Pragma("unroll") for (int t = 0; t < TAPS; ++t) wk[t] = (W)[(long)(c) * TAPS + t]; \
+  const int b = BIAS(c);                                                  \
+  const float mult = MULT(c);
 #define DW_STORE_BLOCK(yrow, ow0, OW, acc, b, mult)  \
   {                                                \
     const divec sums = CAT(convert_int, OWB)(acc); \
@@ -405,12 +409,8 @@ __kernel void qconv_depthwise(__global const XT* restrict X, __global const floa
   const int od = odh / OH, oh = odh % OH, c = nc % C;
   const float x_zero = (float)xz[0];
   X += (long)nc * D * H * W;
-  float wk[TAPS];
-#pragma unroll
-  for (int t = 0; t < TAPS; ++t) wk[t] = Wp[(long)c * TAPS + t];
   OUT_PARAMS
-  const int b = BIAS(c);
-  const float mult = MULT(c);
+  DW_CHANNEL(Wp, c)
   __global YT* yrow = Y + (long)nc * OD * OH * OW + (long)odh * OW;
   const int id0 = od * SD - pad_d, ih0 = oh * SH - pad_h;
   for (int ow0 = 0; ow0 < OW; ow0 += OWB) {
@@ -499,11 +499,7 @@ __kernel void qconv_depthwise_padded(__global const PT* restrict Xp, __global co
   for (int nc = nc0; nc < nc_end; ++nc) {
     const int c = nc % C;
     const __global PT* xp = Xp + (long)nc * Dp * Hp * Wp;
-    float wk[TAPS];
-#pragma unroll
-    for (int t = 0; t < TAPS; ++t) wk[t] = Wp_[(long)c * TAPS + t];
-    const int b = BIAS(c);
-    const float mult = MULT(c);
+    DW_CHANNEL(Wp_, c)
     for (int odh = odh0; odh < odh_end; ++odh) {
       const int od = odh / OH, oh = odh % OH;
       __global YT* yrow = Y + (long)nc * OD * OH * OW + (long)odh * OW;
@@ -564,11 +560,7 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
   for (int nc = nc0; nc < nc_end; ++nc) {
     const int c = nc % C;
     const __global XT* x = X + (long)nc * H * IN_W;
-    float wk[KH * KW];
-#pragma unroll
-    for (int t = 0; t < KH * KW; ++t) wk[t] = Wp_[(long)c * (KH * KW) + t];
-    const int b = BIAS(c);
-    const float mult = MULT(c);
+    DW_CHANNEL(Wp_, c)  // TAPS = KH * KW here (2-D)
     int next = oh0 * SH - pad_h;  // the first input row not yet in the ring
     for (int oh = oh0; oh < oh_end; ++oh) {
       const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;

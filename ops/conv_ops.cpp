@@ -43,6 +43,11 @@ int64_t product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+DepthwiseSplit depthwise_split(int64_t planes, int64_t plane_out) {
+  return {std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8),
+          planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1};
+}
+
 std::array<int64_t, 3> to3(const std::vector<int64_t>& v, int64_t fill) {
   std::array<int64_t, 3> r{fill, fill, fill};
   for (size_t i = 0; i < v.size() && i < 3; ++i) r[3 - v.size() + i] = v[i];
@@ -350,14 +355,9 @@ bool dw_applies(const ConvDesc& d, const DeviceCaps&) {
 
 VariantParams dw_defaults(const ConvDesc& d, const DeviceCaps&) {
   // 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks and overlap
-  // than it saves). Small planes: several channels per work-item amortise the per-work-group cost
-  // (8 channels of 7x7 run 25 % faster than 1); few large planes: bands of rows, so that every
-  // core gets work.
-  const int64_t items = d.s.N * d.s.M, plane_out = d.out3[1] * d.out3[2];
-  const int64_t chans = std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), items / 32), 1, 8);
-  int64_t bands = 1;
-  if (items < 16 && plane_out >= 4096) bands = (16 + items - 1) / items;
-  return {{"owb", 8}, {"chans", static_cast<int>(chans)}, {"bands", static_cast<int>(bands)}};
+  // than it saves).
+  const DepthwiseSplit split = depthwise_split(d.s.N * d.s.M, d.out3[1] * d.out3[2]);
+  return {{"owb", 8}, {"chans", static_cast<int>(split.chans)}, {"bands", static_cast<int>(split.bands)}};
 }
 
 bool dw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {

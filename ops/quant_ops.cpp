@@ -513,16 +513,6 @@ bool qdw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
 constexpr int64_t kFloatCopyLimit = int64_t{1} << 22;
 // qconv_depthwise_rows' ring of converted input rows, in floats of private memory per work-item.
 constexpr int64_t kRingLimit = 16384;
-// How a CPU-shaped 8-bit depthwise conv shares out its planes, as the float32 depthwise kernel
-// (ops/conv_ops.cpp, dw_defaults): small planes take up to 8 channels per work-item (the per-work-
-// group cost), few large planes are cut into bands of rows so that every core gets work.
-struct DwSplit {
-  int64_t chans, bands;
-};
-DwSplit dw_split(int64_t planes, int64_t plane_out) {
-  return {std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8),
-          planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1};
-}
 size_t groups(int64_t n, int64_t per) { return static_cast<size_t>((n + per - 1) / per); }
 void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
@@ -547,7 +537,7 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   if (p.at("ring") == 1 && d.st3[2] <= 2 && d.k3[0] == 1 && d.in3[0] == 1 && ring_floats <= kRingLimit) {
     // 2-D, strides 1 and 2: input rows converted to floats once into a ring in private memory
     // (kernels/quant.cl, qconv_depthwise_rows); bands of rows x a few channels per work-item.
-    const DwSplit split = dw_split(planes, d.out3[1] * d.out3[2]);
+    const DepthwiseSplit split = depthwise_split(planes, d.out3[1] * d.out3[2]);
     const int64_t band_rows = (d.out3[1] + split.bands - 1) / split.bands;
     ctx.launch("quant", "qconv_depthwise_rows",
                opts + " -DDW_FLOAT_COPY -DDW_ROWS -DIN_W=" + std::to_string(d.in3[2]) + " -DOUT_W=" +
@@ -567,12 +557,12 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
     const bool float_copy = planes * Dp * Hp * Wp <= kFloatCopyLimit;
     const std::string copy_opts = opts + (float_copy ? " -DDW_FLOAT_COPY" : "");
     Operand xp = ctx.workspace(float_copy ? DType::Float32 : d.xt, {planes * Dp * Hp * Wp});
-    // CPU-shaped: bands of rows x a few channels per work-item (dw_split); GPU-shaped: a row of a
-    // channel per work-item.
+    // CPU-shaped: bands of rows x a few channels per work-item (depthwise_split); GPU-shaped: a
+    // row of a channel per work-item.
     int64_t out_rows = 1, chans = 1, pad_rows = 1;
     std::vector<size_t> conv_local{local, 1}, pad_local;
     if (ctx.caps().cpu_shaped()) {
-      const DwSplit split = dw_split(planes, d.out3[0] * d.out3[1] * d.out3[2]);
+      const DepthwiseSplit split = depthwise_split(planes, d.out3[0] * d.out3[1] * d.out3[2]);
       chans = split.chans;
       out_rows = (static_cast<int64_t>(rows) + split.bands - 1) / split.bands;
       pad_rows = (Dp * Hp + split.bands - 1) / split.bands;

@@ -228,6 +228,22 @@ ModelBuilder qconv_model(const QConvCase& c, const Tensor& w, const Tensor& wz, 
 
 }  // namespace
 
+// Runs `m` on `feeds` under each kernel-variant request ("" is the device's own choice) and
+// expects its outputs "y" and "acc" (the raw int32 sums of `raw`) to equal the references exactly.
+void expect_exact_under(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds,
+                        const std::vector<const char*>& variants, const Tensor& want, const Tensor& want_acc,
+                        const std::string& raw) {
+  for (const char* variant : variants) {
+    SCOPED_TRACE(variant);
+    ocl_infer::SessionOptions opt;
+    opt.kernel_variants = variant;
+    auto out = open_session(m, opt).run(feeds);
+    int64_t first = -1;
+    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << raw << ", first at " << first;
+  }
+}
+
 // QLinearConv (and the same conv as ConvInteger: raw int32 sums, weights as a graph input) on case
 // `c` under each of `variants` (kernel-variant requests; "" is the device's own choice), against
 // the integer reference.
@@ -255,15 +271,7 @@ void expect_qconv_matches(const QConvCase& c, const std::vector<const char*>& va
   m.output("y").output("acc");
   Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
   Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
-  for (const char* variant : variants) {
-    SCOPED_TRACE(variant);
-    ocl_infer::SessionOptions opt;
-    opt.kernel_variants = variant;
-    auto out = open_session(m, opt).run({{"x", x}, {"wi", w}});
-    int64_t first = -1;
-    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
-    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
-  }
+  expect_exact_under(m, {{"x", x}, {"wi", w}}, variants, want, want_acc, "ConvInteger");
 }
 
 // Every variant of the qconv family on the cases it is made for, with the extreme values of its
@@ -504,15 +512,7 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
     if (N == 33)
       variants.insert(variants.end(), {"qgemm=packed:nb=16,mb=8", "qgemm=tiled:ts=16,rm=1,rn=1,tk=4",
                                        "qgemm=tiled:ts=64,rm=4,rn=4,tk=16"});
-    for (const char* variant : variants) {
-      SCOPED_TRACE(variant);
-      ocl_infer::SessionOptions opt;
-      opt.kernel_variants = variant;
-      auto out = open_session(m, opt).run({{"a", a}, {"bi", b}});
-      int64_t first = -1;
-      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
-      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "MatMulInteger, first at " << first;
-    }
+    expect_exact_under(m, {{"a", a}, {"bi", b}}, variants, want, want_acc, "MatMulInteger");
   }
 }
 
