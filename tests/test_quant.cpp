@@ -314,6 +314,14 @@ TEST(Quant, DepthwiseMatchesIntegerReference) {
        {"", "qconv=depthwise:owb=4,ring=0"}},
       {{1, 67, 5, 5, 67, 3, 1, 1, 1, 67, DType::UInt8, DType::Int8, true, true, false},
        {"", "qconv=depthwise:owb=8,ring=0"}},
+      // dilation 2 (the ring holds (KH - 1) * DH + 1 rows), stride 2, batch 2 (planes of both
+      // images), a 5x5 window with padding 2 and a 1-pixel-wide output
+      {{1, 5, 12, 20, 5, 3, 1, 2, 2, 5, DType::UInt8, DType::Int8, true, true, false},
+       {"", "qconv=depthwise:owb=4,ring=0"}},
+      {{2, 6, 11, 19, 6, 3, 2, 1, 1, 6, DType::Int8, DType::Int8, true, true, false},
+       {"", "qconv=depthwise:owb=16,ring=0"}},
+      {{1, 4, 9, 1, 4, 5, 1, 2, 1, 4, DType::UInt8, DType::Int8, true, false, false},
+       {"", "qconv=depthwise:owb=8,ring=0"}},
   };
   for (const auto& [c, variants] : cases) expect_qconv_matches(c, variants, rng);
 }
