@@ -507,7 +507,7 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
   size_t len = src.size();
   cl_program p = clCreateProgramWithSource(context_, 1, &s, &len, &err);
   cl_check(err, "clCreateProgramWithSource");
-  err = clBuildProgram(p, 1, &dev_.device, (options + device_options()).c_str(), nullptr, nullptr);
+  err = build_program(p, options);
   if (err != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(p, dev_.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
@@ -534,6 +534,10 @@ cl_program ClRuntime::build_from_source(const std::string& src, const std::strin
 
 std::string ClRuntime::device_options() const {
   return caps_.correct_div_sqrt ? " -cl-fp32-correctly-rounded-divide-sqrt" : "";
+}
+
+cl_int ClRuntime::build_program(cl_program p, const std::string& options) const {
+  return clBuildProgram(p, 1, &dev_.device, (options + device_options()).c_str(), nullptr, nullptr);
 }
 
 cl_program ClRuntime::load_or_build(const std::string& file, const std::string& options) {
@@ -572,8 +576,7 @@ cl_program ClRuntime::load_or_build_source(const std::string& file, const std::s
           cl_program p =
               clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
           if (err == CL_SUCCESS && status == CL_SUCCESS &&
-              clBuildProgram(p, 1, &dev_.device, (options + device_options()).c_str(), nullptr, nullptr) ==
-                  CL_SUCCESS) {
+              build_program(p, options) == CL_SUCCESS) {
             prog = p;
             std::lock_guard<std::mutex> lock(mu_);
             stats_.cached++;
@@ -688,8 +691,7 @@ bool ClRuntime::store_program_binary(const UnstoredProgram& p) {
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   cl_program back = clCreateProgramWithBinary(context_, 1, &dev_.device, &bl, &bp, &status, &err);
   bool loads = err == CL_SUCCESS && status == CL_SUCCESS &&
-               clBuildProgram(back, 1, &dev_.device, (p.options + device_options()).c_str(), nullptr, nullptr) ==
-                   CL_SUCCESS;
+               build_program(back, p.options) == CL_SUCCESS;
   cl_uint back_kernels = 0;
   loads = loads && clCreateKernelsInProgram(back, 0, nullptr, &back_kernels) == CL_SUCCESS && back_kernels == kernels;
   if (back) clReleaseProgram(back);

@@ -222,6 +222,9 @@ class ClRuntime {
   void note_separate_build(const std::string& file, const std::string& options_with_extra);
   // Builds `units` as one bundle and registers them.
   void build_bundle_now(const std::vector<std::pair<std::string, std::string>>& units, bool strict);
+  // clBuildProgram on this device with `options` + device_options() (every build and every load of
+  // a stored binary).
+  cl_int build_program(cl_program p, const std::string& options) const;
   cl_program build_from_source(const std::string& src, const std::string& options,
                                const std::string& file);
   // Whether programs built from source go to the disk cache (see store_binaries_).
