@@ -17,7 +17,7 @@ out=${2:-.gpu}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,lib,models,tests} "$out"
-cp "$build/ocl-infer" "$build/onnx-conformance" "$stage/bin/"
+cp "$build/ocl-infer" "$build/onnx-conformance" "$build/subbuffer_probe" "$stage/bin/"
 cp -L "$build/libocl_infer.so.0" "$stage/lib/"
 for t in "$build"/tests/test_*; do [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$stage/tests/"; done
 strip "$stage"/bin/* "$stage"/tests/* "$stage"/lib/*

@@ -93,7 +93,9 @@ if [ "${GPU_CHECK_MODE:-}" = probe ]; then
   export -f step say
   export work steps log deadline
   m=$work/models/mobilenet_v2.onnx img=$work/models/dog.jpg
+  probe "p0 sub-buffer lifetimes, tools-subbuffer_probe" -- "$work/bin/subbuffer_probe" --device "$gpu"
   probe "p1 mobilenet_v2 -v" -- "$ocl" "$m" "$img" -v
+  probe "p1t mobilenet_v2, buffers traced" OCL_INFER_TRACE_BUFFERS=1 -- "$ocl" "$m" "$img"
   # p1 again on p1's cache (its stored program binaries loaded back), with and without NVIDIA's
   # own compute cache.
   probe "p1b again, binaries from the cache" OCL_INFER_CACHE_DIR="$work/probe-cache-1" -- "$ocl" "$m" "$img" -v
@@ -106,9 +108,10 @@ if [ "${GPU_CHECK_MODE:-}" = probe ]; then
   probe "p7 squeezenet" -- "$ocl" "$work/models/squeezenet1_1.onnx" "$img" -v
   probe "p8 test_fp16 first" -- "$work/tests/test_fp16" --gtest_filter='Fp16.LongMixed*'
   probe "p9 test_optimizer zero pad" -- "$work/tests/test_optimizer" --gtest_filter='*FoldsZeroPad*'
+  probe "p9t test_optimizer zero pad, buffers traced" OCL_INFER_TRACE_BUFFERS=1 -- "$work/tests/test_optimizer" --gtest_filter='*FoldsZeroPad*'
   probe "p10 test_threads" -- "$work/tests/test_threads"
   for t in ${GPU_CHECK_PROBE_TESTS-}; do echo "$t"; done | sed 's/:/ /' |
-    xargs -P 6 -L 1 bash -c '[ -n "${2:-}" ] && export OCL_INFER_TEST_PRECISION=fp16 OCL_INFER_FP16_WEIGHTS=half
+    xargs -P 8 -L 1 bash -c '[ -n "${2:-}" ] && export OCL_INFER_TEST_PRECISION=fp16 OCL_INFER_FP16_WEIGHTS=half
       OCL_INFER_CACHE_DIR=$work/cache-$1$2 LD_PRELOAD=$work/lib/segv_trace.so step "$1${2:+_fp16}" 240 "$work/tests/$1"' _
   cat "$steps"
   cp "$steps" "$work/res/"

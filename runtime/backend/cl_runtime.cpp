@@ -395,8 +395,64 @@ DeviceHandle select_device(const std::string& spec) {
   throw DeviceError("no OpenCL device matches '" + spec + "'; devices: " + list());
 }
 
+namespace {
+
+// OCL_INFER_TRACE_BUFFERS=1: every buffer and sub-buffer creation and release on stderr, with
+// the driver's reference counts, flushed before the call (a driver that crashes in a release
+// leaves its buffer as the last line). For drivers, not users.
+bool trace_buffers() {
+  static const bool on = [] {
+    const char* e = std::getenv("OCL_INFER_TRACE_BUFFERS");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+cl_uint mem_refcount(cl_mem m) {
+  cl_uint n = 0;
+  clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, nullptr);
+  return n;
+}
+
+}  // namespace
+
 DeviceBuffer::~DeviceBuffer() {
-  if (mem) clReleaseMemObject(mem);
+  if (!mem) return;
+  if (trace_buffers()) {
+    std::fprintf(stderr, "ocl-infer buffers: %s %p (%zu bytes, refcount %u)", parent ? "drop" : "release",
+                 static_cast<void*>(mem), bytes,
+                 mem_refcount(mem));
+    if (parent) std::fprintf(stderr, ", sub-buffer of %p (refcount %u)", static_cast<void*>(parent->mem),
+                             mem_refcount(parent->mem));
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+  if (parent) {
+    parent->release_sub(mem);  // in creation order's reverse (see the header)
+    return;
+  }
+  // Every sub-buffer holds its parent: all of them are marked by now.
+  for (auto it = subs.rbegin(); it != subs.rend(); ++it) clReleaseMemObject(it->mem);
+  clReleaseMemObject(mem);
+}
+
+void DeviceBuffer::add_sub(cl_mem m) {
+  std::lock_guard<std::mutex> lock(subs_mu);
+  subs.push_back({m, false});
+}
+
+void DeviceBuffer::release_sub(cl_mem m) {
+  std::lock_guard<std::mutex> lock(subs_mu);
+  for (auto it = subs.rbegin(); it != subs.rend(); ++it)
+    if (it->mem == m) {
+      it->released = true;
+      break;
+    }
+  while (!subs.empty() && subs.back().released) {
+    if (trace_buffers()) std::fprintf(stderr, "ocl-infer buffers: release sub-buffer %p\n", static_cast<void*>(subs.back().mem));
+    clReleaseMemObject(subs.back().mem);
+    subs.pop_back();
+  }
 }
 
 void KernelDeleter::operator()(cl_kernel k) const {
@@ -450,6 +506,7 @@ BufferPtr ClRuntime::alloc(size_t bytes) {
     throw DeviceError("device out of memory allocating " + std::to_string(bytes) + " bytes (" +
                       cl_error_name(err) + ")");
   cl_check(err, "clCreateBuffer");
+  if (trace_buffers()) std::fprintf(stderr, "ocl-infer buffers: buffer %p (%zu bytes)\n", static_cast<void*>(m), bytes);
   auto b = std::make_shared<DeviceBuffer>();
   b->mem = m;
   b->bytes = bytes;
@@ -461,10 +518,15 @@ BufferPtr ClRuntime::sub_buffer(const BufferPtr& parent, size_t offset, size_t b
   cl_int err = CL_SUCCESS;
   cl_mem m = clCreateSubBuffer(parent->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
   cl_check(err, "clCreateSubBuffer");
+  if (trace_buffers())
+    std::fprintf(stderr, "ocl-infer buffers: sub-buffer %p of %p (%zu bytes) at %zu, %zu bytes; parent refcount %u\n",
+                 static_cast<void*>(m), static_cast<void*>(parent->mem), parent->bytes, offset, bytes,
+                 mem_refcount(parent->mem));
   auto b = std::make_shared<DeviceBuffer>();
   b->mem = m;
   b->bytes = bytes;
   b->parent = parent;
+  parent->add_sub(m);
   return b;
 }
 

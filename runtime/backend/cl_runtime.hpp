@@ -64,6 +64,12 @@ std::vector<DeviceHandle> enumerate_devices();
 DeviceHandle select_device(const std::string& spec);
 
 // A device buffer; released when the last shared_ptr goes.
+//
+// Sub-buffers of one buffer are released in the reverse of their creation, whatever order their
+// last references go in: a sub-buffer whose owner lets go while a later one lives is only marked,
+// and released with the later ones. NVIDIA's 580 driver crashes (a null read in
+// clReleaseMemObject) releasing a sub-buffer that overlaps one created after it once either was
+// written; last-created-first it does not (tools/subbuffer_probe; docs/drivers.md, "GPUs").
 struct DeviceBuffer {
   cl_mem mem = nullptr;
   size_t bytes = 0;
@@ -72,6 +78,16 @@ struct DeviceBuffer {
   // and unchanged, while the buffer lives.
   std::shared_ptr<const void> host;
   ~DeviceBuffer();
+
+  // A parent's sub-buffers in creation order, those no longer referenced marked released.
+  struct SubBuffer {
+    cl_mem mem;
+    bool released;
+  };
+  std::mutex subs_mu;
+  std::vector<SubBuffer> subs;
+  void add_sub(cl_mem m);
+  void release_sub(cl_mem m);
 };
 using BufferPtr = std::shared_ptr<DeviceBuffer>;
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "ops/core/activation.hpp"
 #include "runtime/ir/host_math.hpp"
@@ -294,17 +295,24 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
       arenas.push_back(cl.alloc(mp.arena_sizes[a]));
       p.owned.push_back(arenas.back());  // keeps the arena alive with the plan
     }
+    // One sub-buffer per distinct region: values placed at the same offset with the same size
+    // share it (mobilenet_v2: 34 sub-buffers instead of 169).
+    std::map<std::tuple<int, size_t, size_t>, BufferPtr> regions;
+    const auto region = [&](int arena, size_t offset, size_t bytes) {
+      bytes = std::max<size_t>(bytes, 4);
+      BufferPtr& b = regions[{arena, offset, bytes}];
+      if (!b) b = cl.sub_buffer(arenas[arena], offset, bytes);
+      return b;
+    };
     std::vector<BufferPtr> group_buf(mp.groups.size());
     for (size_t gi = 0; gi < mp.groups.size(); ++gi)
       if (!mp.groups[gi].values.empty())
-        group_buf[gi] = cl.sub_buffer(arenas[mp.groups[gi].arena], mp.groups[gi].offset,
-                                      std::max<size_t>(mp.groups[gi].bytes, 4));
+        group_buf[gi] = region(mp.groups[gi].arena, mp.groups[gi].offset, mp.groups[gi].bytes);
     for (auto& slot : mp.slots) {
       const StorageGroup& grp = mp.groups[slot.group];
       p.buffers[slot.value] = slot.offset_in_group == 0
                                   ? group_buf[slot.group]
-                                  : cl.sub_buffer(arenas[grp.arena], grp.offset + slot.offset_in_group,
-                                                  std::max<size_t>(slot.bytes, 4));
+                                  : region(grp.arena, grp.offset + slot.offset_in_group, slot.bytes);
     }
     p.activation_bytes = mp.arena_bytes;
   }
