@@ -54,6 +54,7 @@ GEN(float4)
 // a comment with a fake() { name; }
 /* and a block comment: int fake2(void) {} */
 typedef float real;
+typedef __fp16 half_pair __attribute__((ext_vector_type(2)));
 typedef struct tagged { int a; } tagged_t;
 __constant float table[3] = {1.0f, 2.0f, 3.0f};
 inline STORE_TYPE(YS) helper(const __global float* restrict p, int i) { if (i) { return p[i]; } return 0; }
@@ -64,7 +65,7 @@ __kernel __attribute__((reqd_work_group_size(8, 1, 1))) void kern(__global float
 )";
   const oi::SourceNames n = oi::scan_source_names(src);
   for (const char* g : {"twice_float", "thrice_float", "twice_float4", "thrice_float4", "real", "tagged", "tagged_t",
-                        "table", "helper", "attributed", "prototype", "kern"})
+                        "half_pair", "table", "helper", "attributed", "prototype", "kern"})
     EXPECT_TRUE(has(n.globals, g)) << g;
   for (const char* not_g : {"fake", "fake2", "STORE_TYPE", "GEN", "float", "p", "i", "y", "x", "__attribute__"})
     EXPECT_FALSE(has(n.globals, not_g)) << not_g;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "tests/model_builder.hpp"
@@ -49,6 +50,52 @@ Tensor tensor(const std::vector<int64_t>& shape, const std::vector<float>& v) {
 // generous sqrt(n) model: 4 sqrt(n) 2^-24 abs_sum), plus one float16 rounding of the result.
 double fp32_sum_tolerance(double exact, double abs_sum, int64_t n) {
   return half_rounding(exact) + 4 * std::sqrt(static_cast<double>(n)) * std::ldexp(abs_sum, -24);
+}
+
+// Float16 storage converts on the device, with the CPU's conversion instructions where the kernel
+// compiler offers them and with integer code elsewhere (kernels/storage.cl; the test_fp16_soft
+// ctest forces the integer code): every one of the 65,536 halves to float32 bit-exact, and float32
+// values around every rounding boundary (each half, each midpoint between neighbours: ties go to
+// even, one float ulp either side, the overflow threshold, subnormals, float denormals) to half
+// bit-exact against the host's conversions; NaN stays NaN (its payload may differ).
+TEST(Fp16, EveryHalfAndEveryRoundingBoundaryConvertsExactly) {
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> f;
+  for (uint32_t b = 0; b < 0x7c00; ++b) {
+    const float lo = ocl_infer::half_to_float(static_cast<uint16_t>(b)),
+                hi = ocl_infer::half_to_float(static_cast<uint16_t>(b + 1));
+    const float mid = static_cast<float>((static_cast<double>(lo) + hi) / 2);
+    for (float v : {lo, mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e30f)}) {
+      f.push_back(v);
+      f.push_back(-v);
+    }
+  }
+  for (float v : {65504.f, 65519.99f, 65520.f, 1e5f, 3e38f, INFINITY, 1e-45f, 1e-39f, 2.9e-8f, 3e-8f, 0.f})
+    f.push_back(v), f.push_back(-v);
+  f.push_back(NAN);
+  ModelBuilder m(13);
+  const int64_t nf = static_cast<int64_t>(f.size());
+  m.input("h", DType::Float16, {65536}).input("f", DType::Float32, {nf}).output("hf").output("fh");
+  attr_i(m.node("Cast", {"h"}, {"hf"}), "to", static_cast<int>(DType::Float32));
+  attr_i(m.node("Cast", {"f"}, {"fh"}), "to", static_cast<int>(DType::Float16));
+  Tensor th(DType::Float16, {65536});
+  std::copy(all.begin(), all.end(), th.data<uint16_t>());
+  const auto out = session(m, Precision::Float32).run({{"h", th}, {"f", tensor({nf}, f)}});
+  const Tensor &hf = out.at("hf"), &fh = out.at("fh");
+  int wrong = 0;
+  for (size_t i = 0; i < all.size() && wrong < 10; ++i) {
+    const float want = ocl_infer::half_to_float(all[i]), got = hf.data<float>()[i];
+    const bool ok = std::isnan(want) ? std::isnan(got) : std::memcmp(&want, &got, 4) == 0;
+    if (!ok) ++wrong, ADD_FAILURE() << "half 0x" << std::hex << all[i] << " -> " << got << ", want " << want;
+  }
+  for (size_t i = 0; i < f.size() && wrong < 10; ++i) {
+    const uint16_t want = ocl_infer::float_to_half(f[i]), got = fh.data<uint16_t>()[i];
+    const bool ok = std::isnan(f[i]) ? (got & 0x7c00) == 0x7c00 && (got & 0x3ff) : got == want;
+    if (!ok)
+      ++wrong, ADD_FAILURE() << "float " << f[i] << " (0x" << std::hex << [&] { uint32_t u; std::memcpy(&u, &f[i], 4); return u; }()
+                             << ") -> half 0x" << got << ", want 0x" << want;
+  }
 }
 
 TEST(Fp16, LongMixedSignReductionsKeepFloat32Accumulation) {

@@ -43,14 +43,15 @@ std::string declared_name(const std::vector<Token>& stmt, const std::set<std::st
     }
   }
   if (!fn.empty()) return fn;
-  // A variable or typedef: the last identifier at bracket depth 0 before an initializer.
+  // A variable or typedef: the last identifier at bracket depth 0 before an initializer (not an
+  // attribute's: typedef __fp16 h2 __attribute__((ext_vector_type(2)))).
   std::string last;
   depth = 0;
   for (const Token& tk : stmt) {
     if (tk.text == "=" && depth == 0) break;
     if (tk.text == "[" || tk.text == "(") ++depth;
     else if (tk.text == "]" || tk.text == ")") --depth;
-    else if (tk.ident && depth == 0 && !macros.count(tk.text)) last = tk.text;
+    else if (tk.ident && depth == 0 && !macros.count(tk.text) && !is_attribute_word(tk.text)) last = tk.text;
   }
   return last;
 }
