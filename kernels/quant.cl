@@ -141,17 +141,31 @@ __kernel void qmatmul_pack_b(__global const WT* b, __global const WT* bz, __glob
 // Requantizes and stores N consecutive outputs from an intN of sums at once (quantized outputs with
 // no activation or a vector-exact one applied in the scaled domain; -DVEC_FINISH says so).
 #if defined(VEC_FINISH)
+// The clamp to the output range as two compare-and-selects (x86: one vmaxps and one vminps; the
+// clamp() builtin added a NaN fix-up to each, and no sum here is NaN). A scaled Relu or Clip
+// (-DACT_LO/-DACT_HI, its bounds) is a clamp itself: one clamp to both ranges' intersection.
 #define FINISH_VEC(N, Y, o, accv, b, m)                                                            \
   do {                                                                                             \
     CAT(float, N) v_ = CAT(convert_float, N)((accv) + (b)) * (m);                                  \
     VEC_ACT(v_);                                                                                   \
-    v_ = clamp(v_, (float)(QMIN - y_zero), (float)(QMAX - y_zero));                                \
+    v_ = select(v_, (CAT(float, N))(VEC_LO), v_ < VEC_LO);                                         \
+    v_ = select(v_, (CAT(float, N))(VEC_HI), v_ > VEC_HI);                                         \
     CAT(vstore, N)(CAT(CAT(convert_, YT), N)(CAT(convert_int, N)(RINT_SMALL(v_)) + y_zero), 0, (Y) + (o)); \
   } while (0)
+#if defined(EPILOGUE_ACT) && defined(ACT_LO)
+#define VEC_ACT(v)
+// Both bounds inside the output range: the result is too, whatever the activation's bounds
+// (the same as the activation's clamp followed by the output range's where lo <= hi).
+#define VEC_LO clamp(ACT_LO, (float)(QMIN - y_zero), (float)(QMAX - y_zero))
+#define VEC_HI clamp(ACT_HI, (float)(QMIN - y_zero), (float)(QMAX - y_zero))
+#else
 #ifdef EPILOGUE_ACT
 #define VEC_ACT(v) (v) = EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA)
 #else
 #define VEC_ACT(v)
+#endif
+#define VEC_LO ((float)(QMIN - y_zero))
+#define VEC_HI ((float)(QMAX - y_zero))
 #endif
 #endif
 

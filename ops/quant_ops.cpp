@@ -319,6 +319,9 @@ ProductArgs product_args(BuildContext& ctx, int64_t channels) {
       }
     }
     a.opts += " -DACT_ALPHA=" + float_literal(alpha) + " -DACT_BETA=" + float_literal(beta);
+    // Scaled Relu and Clip are clamps: merged with the output range's (kernels/quant.cl FINISH_VEC).
+    if (name == "Relu") a.opts += " -DACT_LO=0.0f -DACT_HI=MAXFLOAT";
+    if (name == "Clip") a.opts += " -DACT_LO=" + float_literal(alpha) + " -DACT_HI=" + float_literal(beta);
   }
   // Whole-vector requantization where the activation allows it.
   if (yt != DType::Int32 && (!e.act || (e.act->vector_exact && a.opts.find("-DACT_SCALED") != std::string::npos)))
