@@ -356,7 +356,7 @@ __kernel void ew_qbinary_vec(__global const TA* a, __global const TB* b, __globa
   // vector rint is slow); values past the range still saturate, NaN still gives QMIN.
   v = clamp(QACT_APPLY(v), (float)(QMIN - QY_Z - 1), (float)(QMAX - QY_Z + 1));
   v = clamp(((v + 12582912.0f) - 12582912.0f) + (float)QY_Z, (float)QMIN, (float)QMAX);
-  vstore16(CAT_(convert_, QVEC(TO))(v), 0, y + i0);
+  VSTORE_BYTES(16, CAT_(convert_, QVEC(TO))(v), 0, y + i0);
 }
 #endif
 

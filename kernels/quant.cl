@@ -31,6 +31,7 @@
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
 //         GPU-shaped one
 #include "epilogue.cl"
+#include "storage.cl"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -144,14 +145,19 @@ __kernel void qmatmul_pack_b(__global const WT* b, __global const WT* bz, __glob
 // The clamp to the output range as two compare-and-selects (x86: one vmaxps and one vminps; the
 // clamp() builtin added a NaN fix-up to each, and no sum here is NaN). A scaled Relu or Clip
 // (-DACT_LO/-DACT_HI, its bounds) is a clamp itself: one clamp to both ranges' intersection.
-#define FINISH_VEC(N, Y, o, accv, b, m)                                                            \
+// FINISH_VEC stores to global memory (VSTORE_BYTES: one vector store on x86), FINISH_VEC_PRIVATE
+// to a private array.
+#define FINISH_VEC_WITH(STORE, N, Y, o, accv, b, m)                                                \
   do {                                                                                             \
     CAT(float, N) v_ = CAT(convert_float, N)((accv) + (b)) * (m);                                  \
     VEC_ACT(v_);                                                                                   \
     v_ = select(v_, (CAT(float, N))(VEC_LO), v_ < VEC_LO);                                         \
     v_ = select(v_, (CAT(float, N))(VEC_HI), v_ > VEC_HI);                                         \
-    CAT(vstore, N)(CAT(CAT(convert_, YT), N)(CAT(convert_int, N)(RINT_SMALL(v_)) + y_zero), 0, (Y) + (o)); \
+    STORE(N, CAT(CAT(convert_, YT), N)(CAT(convert_int, N)(RINT_SMALL(v_)) + y_zero), 0, (Y) + (o)); \
   } while (0)
+#define VSTORE_PRIVATE(N, v, i, p) CAT(vstore, N)(v, i, p)
+#define FINISH_VEC(N, Y, o, accv, b, m) FINISH_VEC_WITH(VSTORE_BYTES, N, Y, o, accv, b, m)
+#define FINISH_VEC_PRIVATE(N, Y, o, accv, b, m) FINISH_VEC_WITH(VSTORE_PRIVATE, N, Y, o, accv, b, m)
 #if defined(EPILOGUE_ACT) && defined(ACT_LO)
 #define VEC_ACT(v)
 // Both bounds inside the output range: the result is too, whatever the activation's bounds
@@ -363,7 +369,7 @@ __kernel void qconv_pointwise(__global const XT* restrict X, __global const floa
   }
 #define DW_STORE_PART(yrow, ow0, OW, sums, b, mult)                          \
   YT r_[OWB];                                                                \
-  FINISH_VEC(OWB, r_, 0, sums, b, mult);                                     \
+  FINISH_VEC_PRIVATE(OWB, r_, 0, sums, b, mult);                             \
   for (int j = 0; j < OWB && (ow0) + j < (OW); ++j) (yrow)[(ow0) + j] = r_[j];
 #else
 #define DW_STORE_VEC(yrow, ow0, OW, sums, b, mult)
@@ -954,7 +960,7 @@ __kernel void quantize_linear(__global const float* restrict x, __global const f
   const float scale = s[0], zero = (float)z[0];
   if (i + 16 <= n) {
     const float16 v = clamp(rint(vload16(0, x + i) / scale) + zero, (float)QMIN, (float)QMAX);
-    vstore16(CAT(convert_, CAT(QT, 16))(convert_int16(v)), 0, y + i);
+    VSTORE_BYTES(16, CAT(convert_, CAT(QT, 16))(convert_int16(v)), 0, y + i);
     return;
   }
   for (long k = i; k < n; ++k) y[k] = (QT)(int)clamp(rint(x[k] / scale) + zero, (float)QMIN, (float)QMAX);
@@ -1013,7 +1019,7 @@ __kernel void qrequant_into(__global const XT* restrict x, __global YT* restrict
     const float16 q =
         clamp(RINT_SMALL(clamp(v / ys, (float)(QMIN - yz - 1), (float)(QMAX - yz + 1))) + (float)yz, (float)QMIN,
               (float)QMAX);
-    vstore16(CAT(convert_, CAT(YT, 16))(q), 0, y + r0);
+    VSTORE_BYTES(16, CAT(convert_, CAT(YT, 16))(q), 0, y + r0);
     return;
   }
   for (long r = r0; r < in_block; ++r) {
