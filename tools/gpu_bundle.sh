@@ -20,6 +20,13 @@ mkdir -p "$stage"/{bin,lib,models,tests} "$out"
 cp "$build/ocl-infer" "$build/onnx-conformance" "$build/subbuffer_probe" "$stage/bin/"
 cp -L "$build/libocl_infer.so.0" "$stage/lib/"
 for t in "$build"/tests/test_*; do [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$stage/tests/"; done
+# The unstripped twins stay here, beside OUT_DIR (OUT_DIR-unstripped, with the commit; not carried
+# to the device), to resolve the offsets tools/segv_trace.c prints there (`objdump -d`, or
+# addr2line on a build with -g).
+twin="${out%/}-unstripped"
+rm -rf "$twin" && mkdir -p "$twin"
+cp -a "$stage"/bin "$stage"/tests "$stage"/lib "$twin/"
+git rev-parse HEAD >"$twin/COMMIT" 2>/dev/null || true
 strip "$stage"/bin/* "$stage"/tests/* "$stage"/lib/*
 # A crash reporter for machines without a debugger (LD_PRELOAD; tools/segv_trace.c).
 cc -shared -fPIC -O1 -o "$stage/lib/segv_trace.so" tools/segv_trace.c
