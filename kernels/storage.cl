@@ -50,7 +50,7 @@
 // __builtin_convertvector become vcvtph2ps/vcvtps2ph, exact and rounding to nearest even like the
 // integer code below (NaN payloads aside). A half vector is only converted, never computed with,
 // so cl_khr_fp16 is not needed. Scalars go through 2-vectors: clang refuses a scalar __fp16 cast
-// in OpenCL C. mobilenet_v2 at fp16 storage on a 2-core Xeon: 9.3 -> 6.1 ms (fp32: 4.7 ms).
+// in OpenCL C. mobilenet_v2 at fp16 storage on a 2-core Xeon: 9.3 -> 5.3 ms (fp32: 4.2 ms).
 // -DOI_FP16_CONVERT_SOFT (OCL_INFER_EXTRA_BUILD_OPTIONS) forces the integer code; the
 // test_fp16_soft ctest runs test_fp16 so.
 typedef __fp16 oi_fp16x2 __attribute__((ext_vector_type(2)));

@@ -75,14 +75,11 @@ int main(int argc, char** argv) {
   }
   std::string name;
   cl_device_id dev = probe::device("fma_probe", device_index, &name);
+  const probe::Setup cl = probe::setup("fma_probe", dev, kSource);
+  cl_context ctx = cl.ctx;
+  cl_command_queue q = cl.queue;
+  cl_program prog = cl.prog;
   cl_int err = CL_SUCCESS;
-  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
-  check(err, "clCreateContext");
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
-  check(err, "clCreateProgramWithSource");
-  check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
   cl_mem y = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * items, nullptr, &err);
   check(err, "clCreateBuffer");
   std::printf("device %d: %s\n", device_index, name.c_str());

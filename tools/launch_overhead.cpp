@@ -67,16 +67,13 @@ int main(int argc, char** argv) {
   }
   std::string name;
   cl_device_id dev = probe::device("launch_overhead", device_index, &name);
+  const probe::Setup cl = probe::setup("launch_overhead", dev, kSource);
+  cl_context ctx = cl.ctx;
+  cl_command_queue q = cl.queue;
+  cl_program prog = cl.prog;
   cl_int err = CL_SUCCESS;
-  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
-  check(err, "clCreateContext");
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
   cl_command_queue markers = clCreateCommandQueue(ctx, dev, 0, &err);
   check(err, "clCreateCommandQueue");
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
-  check(err, "clCreateProgramWithSource");
-  check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
   cl_kernel k = clCreateKernel(prog, "spin", &err);
   check(err, "clCreateKernel");
   cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(float) * groups * launches, nullptr, &err);

@@ -45,4 +45,24 @@ inline cl_device_id device(const char* tool, int index, std::string* name) {
   return devices[index];
 }
 
+// A context and an in-order queue on `dev`, and `source` built there; exits with "TOOL: WHAT
+// failed" when any step does.
+struct Setup {
+  cl_context ctx;
+  cl_command_queue queue;
+  cl_program prog;
+};
+inline Setup setup(const char* tool, cl_device_id dev, const char* source) {
+  Setup s{};
+  cl_int err = CL_SUCCESS;
+  s.ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+  check(tool, err, "clCreateContext");
+  s.queue = clCreateCommandQueue(s.ctx, dev, 0, &err);
+  check(tool, err, "clCreateCommandQueue");
+  s.prog = clCreateProgramWithSource(s.ctx, 1, &source, nullptr, &err);
+  check(tool, err, "clCreateProgramWithSource");
+  check(tool, clBuildProgram(s.prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
+  return s;
+}
+
 }  // namespace probe

@@ -60,14 +60,11 @@ void run_case(int device_index, const Case& c, bool say_device) {
   std::string name;
   cl_device_id dev = probe::device("subbuffer_probe", device_index, &name);
   if (say_device) std::printf("    device: %s\n", name.c_str());
+  const probe::Setup cl = probe::setup("subbuffer_probe", dev, kSource);
+  cl_context ctx = cl.ctx;
+  cl_command_queue q = cl.queue;
+  cl_program prog = cl.prog;
   cl_int err = CL_SUCCESS;
-  cl_context ctx = clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
-  check(err, "clCreateContext");
-  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-  check(err, "clCreateCommandQueue");
-  cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
-  check(err, "clCreateProgramWithSource");
-  check(clBuildProgram(prog, 1, &dev, "", nullptr, nullptr), "clBuildProgram");
   cl_kernel k = clCreateKernel(prog, "fill", &err);
   check(err, "clCreateKernel");
   const size_t unit = 4096, parent_bytes = 16 * unit;

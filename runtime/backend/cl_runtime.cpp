@@ -420,8 +420,7 @@ DeviceBuffer::~DeviceBuffer() {
   if (!mem) return;
   if (trace_buffers()) {
     std::fprintf(stderr, "ocl-infer buffers: %s %p (%zu bytes, refcount %u)", parent ? "drop" : "release",
-                 static_cast<void*>(mem), bytes,
-                 mem_refcount(mem));
+                 static_cast<void*>(mem), bytes, mem_refcount(mem));
     if (parent) std::fprintf(stderr, ", sub-buffer of %p (refcount %u)", static_cast<void*>(parent->mem),
                              mem_refcount(parent->mem));
     std::fprintf(stderr, "\n");
@@ -431,7 +430,8 @@ DeviceBuffer::~DeviceBuffer() {
     parent->release_sub(mem);  // in creation order's reverse (see the header)
     return;
   }
-  // Every sub-buffer holds its parent: all of them are marked by now.
+  // Every sub-buffer holds its parent, so the last one's release_sub emptied `subs`; anything left
+  // (marked, then) goes newest first.
   for (auto it = subs.rbegin(); it != subs.rend(); ++it) clReleaseMemObject(it->mem);
   clReleaseMemObject(mem);
 }
