@@ -46,7 +46,7 @@
 // within |x| 1e-38), and NaN stays NaN. Defined for float and float vectors (T, with integer type
 // I), so that fused epilogues apply Sigmoid and SiLU to whole vectors.
 #define ACT_DEFINE_EXP(T, I)                                                                       \
-  inline T exp_sigmoid_##T(T x) {                                                                  \
+  static inline T exp_sigmoid_##T(T x) {                                                                  \
     const T xc = clamp(x, -87.0f, 88.0f);                                                          \
     /* n = round(xc / ln 2) by truncating a positive value: PoCL's rint on vectors runs lane by  */ \
     /* lane with branches (a SiLU epilogue cost 8x its depthwise conv); -125 <= n <= 127 here   */ \
@@ -65,8 +65,8 @@
     const T e = p * as_##T((ni + 127) << 23);                                                      \
     return x != x ? x : x > 88.0f ? (T)(INFINITY) : e;                                             \
   }                                                                                                \
-  inline T sigmoid_fast_##T(T x) { return 1.0f / (1.0f + exp_sigmoid_##T(-x)); }                  \
-  inline T silu_fast_##T(T x) { return x / (1.0f + exp_sigmoid_##T(-x)); }
+  static inline T sigmoid_fast_##T(T x) { return 1.0f / (1.0f + exp_sigmoid_##T(-x)); }                  \
+  static inline T silu_fast_##T(T x) { return x / (1.0f + exp_sigmoid_##T(-x)); }
 ACT_DEFINE_EXP(float, int)
 ACT_DEFINE_EXP(float4, int4)
 ACT_DEFINE_EXP(float8, int8)
@@ -82,7 +82,7 @@ ACT_DEFINE_EXP(float16, int16)
 // float and float vectors (T), so that fused epilogues can apply GELU to whole vectors.
 // NaN propagates; +-inf give +-1.
 #define ACT_DEFINE_ERF(T)                                                                          \
-  inline T erfc_nonneg_##T(T a) {                                                                  \
+  static inline T erfc_nonneg_##T(T a) {                                                                  \
     const T t = 1.0f / (1.0f + 0.5f * a);                                                          \
     const T p = -1.26551223f +                                                                     \
                 t * (1.00002368f +                                                                 \
@@ -95,20 +95,20 @@ ACT_DEFINE_EXP(float16, int16)
     return t * exp_sigmoid_##T(-a * a + p);                                                        \
   }                                                                                                \
   /* 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)), for |x| < 0.5 */                             \
-  inline T erf_series_##T(T x) {                                                                   \
+  static inline T erf_series_##T(T x) {                                                                   \
     const T z = x * x;                                                                             \
     const T s = 1.0f + z * (-1.0f / 3 + z * (1.0f / 10 + z * (-1.0f / 42 + z * (1.0f / 216 +       \
                 z * (-1.0f / 1320 + z * (1.0f / 9360))))));                                        \
     return 1.12837916709551257f * x * s;                                                           \
   }                                                                                                \
-  inline T erf_fast_##T(T x) {                                                                     \
+  static inline T erf_fast_##T(T x) {                                                                     \
     const T a = fabs(x);                                                                           \
     const T tail = copysign(1.0f - erfc_nonneg_##T(a), x);                                         \
     return a < 0.5f ? erf_series_##T(x) : tail;                                                    \
   }                                                                                                \
   /* 0.5 x (1 + erf(x / sqrt 2)); for x < 0 through erfc, which keeps the small tail values      \
      accurate where 1 + erf would cancel. */                                                       \
-  inline T gelu_fast_##T(T x) {                                                                    \
+  static inline T gelu_fast_##T(T x) {                                                                    \
     const T u = x * 0.70710678118654752f, a = fabs(u);                                             \
     const T e = erfc_nonneg_##T(a); /* one exp for both signs */                                  \
     const T one_plus_erf = a < 0.5f ? 1.0f + erf_series_##T(u) : 2.0f - e;                         \

@@ -105,7 +105,7 @@ __kernel void conv_plane_mean(__global const YT* restrict Y, __global MT* restri
 // the row (no column padding, or the input copied with its padding made real: ops/conv_ops.cpp).
 // With IN_SCALE every value read is multiplied by `sc`, its channel's fused scale (the padding
 // stays 0, as before the Mul was fused).
-__attribute__((always_inline)) inline void conv_row(wvec* acc, const __global XT* restrict xr,
+__attribute__((always_inline)) static inline void conv_row(wvec* acc, const __global XT* restrict xr,
                                                     const __global PT* restrict wr, int iw0,
                                                     int W, const bool interior, const float sc) {
   float seg[SPAN];
@@ -578,7 +578,7 @@ __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global flo
 // unrolling (except for `interior` vectors, known to lie inside the row), so the branches fold.
 // Strides 1 and 2 load whole vectors, which may reach PAD_W floats before the row and OVERREAD
 // after it (the caller keeps those inside the buffer: dw_rows).
-__attribute__((always_inline)) inline pvec dw_tap(const __global XT* restrict xr, const int iw0,
+__attribute__((always_inline)) static inline pvec dw_tap(const __global XT* restrict xr, const int iw0,
                                                   const bool interior) {
   const bool all_valid = interior || (iw0 >= 0 && iw0 + (OWB - 1) * SW < IN_W);
   if (SW <= 2) {
@@ -611,7 +611,7 @@ __attribute__((always_inline)) inline pvec dw_tap(const __global XT* restrict xr
 // weight broadcasts per input row). j0 and count are constants, except that j0 may vary for
 // `interior` vectors (no padding columns; never the moved last vector).
 #define SEG_MAX 16
-__attribute__((always_inline)) inline void dw_segment(const __global XT* restrict X,
+__attribute__((always_inline)) static inline void dw_segment(const __global XT* restrict X,
                                                       const __global RT* restrict residual,
                                                       __global YT* restrict Y, const float* w,
                                                       float b, int H, int pad_h, int oh, int oh_end,
@@ -690,7 +690,7 @@ __attribute__((always_inline)) inline void dw_segment(const __global XT* restric
 // Output row oh a pixel at a time, every tap checked, in rolled loops (a few hundred bytes of
 // code): the rows next to the buffer's ends. The taps in the vector path's order (kh, then kw;
 // a padding tap there adds w * 0), so both give the same values.
-inline void dw_row_checked(const __global XT* restrict X, const __global RT* restrict residual,
+static inline void dw_row_checked(const __global XT* restrict X, const __global RT* restrict residual,
                            __global YT* restrict Y, const float* w, float b, int H, int pad_h,
                            int oh) {
 #pragma clang loop unroll(disable) vectorize(disable)
@@ -719,7 +719,7 @@ inline void dw_row_checked(const __global XT* restrict X, const __global RT* res
 // rows of its last): they take dw_row_checked, so that the unrolled vector path exists once in
 // the program (a second, guarded copy of it doubled the kernel's code and PoCL's code generation
 // at the first run).
-__attribute__((always_inline)) inline void dw_rows(const __global XT* restrict X,
+__attribute__((always_inline)) static inline void dw_rows(const __global XT* restrict X,
                                                    const __global RT* restrict residual,
                                                    __global YT* restrict Y, const float* w,
                                                    float b, int H, int pad_h, int oh0, int oh_end,

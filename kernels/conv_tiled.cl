@@ -23,7 +23,7 @@
 // Tap k of the output pixel whose input window starts at (z0, y0, x0) (0 in the padding). With
 // IN_SCALE (a Mul folded into the conv: ops/conv_ops.cpp) input channel c is multiplied by sc[c];
 // the padding stays 0.
-inline float conv_tap(__global const STORE_TYPE(XS)* x, __global const STORE_TYPE(SS)* sc, int k, int z0, int y0,
+static inline float conv_tap(__global const STORE_TYPE(XS)* x, __global const STORE_TYPE(SS)* sc, int k, int z0, int y0,
                       int x0, int ID, int IH, int IW) {
   const int c = k / KVOL, r = k % KVOL;
   const int iz = z0 + (r / (KH * KW)) * DD, iy = y0 + ((r / KW) % KH) * DH, ix = x0 + (r % KW) * DW;

@@ -234,7 +234,7 @@ typedef float real;
 
 // Broadcast indexing: meta holds NDIM output dims, then NDIM strides per input (0 on broadcast
 // dims).
-inline long strided_index(long i, __global const long* meta, int which) {
+static inline long strided_index(long i, __global const long* meta, int which) {
   long idx = 0;
   for (int d = NDIM - 1; d >= 0; --d) {
     long n = meta[d];

@@ -19,7 +19,7 @@
 #define ACT_BETA 0.0f
 #endif
 
-inline float epilogue_act(float v) {
+static inline float epilogue_act(float v) {
 #ifdef EPILOGUE_ACT
   return EPILOGUE_ACT(v, ACT_ALPHA, ACT_BETA);
 #else
@@ -35,21 +35,21 @@ inline float epilogue_act(float v) {
 #define EPILOGUE_VEC_(f, N) EPILOGUE_VEC__(f, N)
 #define EPILOGUE_VEC(v, N) EPILOGUE_VEC_(EPILOGUE_ACT_VECTOR_FN, N)(v)
 #elif defined(EPILOGUE_ACT) && !defined(EPILOGUE_ACT_VECTOR)
-inline float4 epilogue_vec4(float4 v) {
+static inline float4 epilogue_vec4(float4 v) {
   float t[4];
   vstore4(v, 0, t);
 #pragma unroll
   for (int q = 0; q < 4; ++q) t[q] = epilogue_act(t[q]);
   return vload4(0, t);
 }
-inline float8 epilogue_vec8(float8 v) {
+static inline float8 epilogue_vec8(float8 v) {
   float t[8];
   vstore8(v, 0, t);
 #pragma unroll
   for (int q = 0; q < 8; ++q) t[q] = epilogue_act(t[q]);
   return vload8(0, t);
 }
-inline float16 epilogue_vec16(float16 v) {
+static inline float16 epilogue_vec16(float16 v) {
   float t[16];
   vstore16(v, 0, t);
 #pragma unroll
@@ -65,7 +65,7 @@ inline float16 epilogue_vec16(float16 v) {
 #endif
 
 // y < lo ? lo : y > hi ? hi : y, as ACT_CLIP (NaN stays NaN, lo wins when lo > hi).
-inline float epilogue_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline float epilogue_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 // The same on a vector of type T.
 #define EPILOGUE_CLAMP_VEC(v, T, lo, hi) \
   select(select((v), (T)(hi), (v) > (T)(hi)), (T)(lo), (v) < (T)(lo))

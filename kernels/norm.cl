@@ -98,7 +98,7 @@ __kernel void lrn(__global const T* x, __global T* y, long n, long channels, lon
 #define RV 8
 #define rvec float8
 #define RV_SUM(v) (((v).s0 + (v).s4) + ((v).s1 + (v).s5) + ((v).s2 + (v).s6) + ((v).s3 + (v).s7))
-inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
+static inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
                      __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
                      __global T* inv_out, float eps) {
   const long nv = n / RV;
@@ -135,7 +135,7 @@ inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __g
   }
 }
 #else
-inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
+static inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
                      __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
                      __global T* inv_out, float eps) {
   TA s = 0;

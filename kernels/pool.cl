@@ -146,7 +146,7 @@ __kernel void pool_plane_avg(__global const T* restrict X, __global YT* restrict
 // (a NaN is kept only as the first tap), so the two paths agree exactly.
 
 // Output ow of row `x` (already offset to plane nc), rows d0/h0 of the window's start.
-inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0, int h0, int pw,
+static inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0, int h0, int pw,
                       int ow) {
   const int w0 = ow * WIN_SW - pw;
   C best = T_LOWEST;
@@ -192,7 +192,7 @@ inline C pool_max_one(const __global T* restrict x, int D, int H, int W, int d0,
 #endif
 // Floats one vector load reads from a window column: 8 lanes, or 16 for the even lanes.
 #define ROW_LOAD (8 * WIN_SW)
-inline float8 row_load(const __global T* restrict q) {
+static inline float8 row_load(const __global T* restrict q) {
 #if WIN_SW == 1
   return LDN(S, 8, q, 0);
 #else
@@ -215,7 +215,7 @@ inline float8 row_load(const __global T* restrict q) {
 // the first of the greatest non-NaN taps in row-major order (which decides between -0 and +0).
 // Here every reduction starts from -inf and takes a tap only when it is greater (a NaN never is):
 // the first of the greatest non-NaN taps; then a NaN first tap replaces it.
-__attribute__((always_inline)) inline float8 pool_max_run8(const __global T* const* rows, int pw,
+__attribute__((always_inline)) static inline float8 pool_max_run8(const __global T* const* rows, int pw,
                                                            int ow) {
   const int w0 = ow * 2 - pw;
   float8 best = -INFINITY, first = 0.0f;
@@ -240,7 +240,7 @@ __attribute__((always_inline)) inline float8 pool_max_run8(const __global T* con
   return select(best, first, first != first);
 }
 #else
-__attribute__((always_inline)) inline float8 pool_max_run8(const __global T* const* rows, int pw,
+__attribute__((always_inline)) static inline float8 pool_max_run8(const __global T* const* rows, int pw,
                                                            int ow) {
   const int w0 = ow * WIN_SW - pw;
   float8 best = 0.0f;  // the first tap's value, below
@@ -263,7 +263,7 @@ __attribute__((always_inline)) inline float8 pool_max_run8(const __global T* con
 // outputs before a row's first vector run): only the columns are checked, in the per-output
 // path's tap order with its first-valid-tap rule, so that both give the same value. Inlined: as a
 // call, pool_max_one took ~40 % of resnet18's MaxPool for one output per row (AMD EPYC Zen 5).
-__attribute__((always_inline)) inline C pool_max_cols(const __global T* const* rows, int W, int pw,
+__attribute__((always_inline)) static inline C pool_max_cols(const __global T* const* rows, int W, int pw,
                                                       int ow) {
   const int w0 = ow * WIN_SW - pw;
   C best = T_LOWEST;
@@ -288,7 +288,7 @@ __attribute__((always_inline)) inline C pool_max_cols(const __global T* const* r
 // Output ow of a row whose window lies inside the input (rows and columns): the taps without
 // bounds checks (the per-output path's clamps and flags made the one or two outputs at a row's
 // end cost as much as the row's vector runs).
-__attribute__((always_inline)) inline C pool_max_inside(const __global T* const* rows, int pw, int ow) {
+__attribute__((always_inline)) static inline C pool_max_inside(const __global T* const* rows, int pw, int ow) {
   const int w0 = ow * WIN_SW - pw;
   C best = LD(S, rows[0], w0);
   for (int kd = 0; kd < WIN_KD; ++kd) {

@@ -48,7 +48,7 @@
 
 // Requantizes one accumulator: `m` is x_scale * w_scale / y_scale, `ys` y_scale, `yz` the output
 // zero point. The clamp before rounding keeps the float -> int conversion defined.
-inline int requantize(int acc, float m, float ys, int yz) {
+static inline int requantize(int acc, float m, float ys, int yz) {
   float v = (float)acc * m;
 #if defined(EPILOGUE_ACT) && defined(ACT_SCALED)
   v = epilogue_act(v);
@@ -66,7 +66,7 @@ inline int requantize(int acc, float m, float ys, int yz) {
 #endif
 
 // The multiplier of output channel c: x_scale * w_scale[c] / y_scale.
-inline float out_multiplier(__global const float* xs, __global const float* ws, __global const float* ys,
+static inline float out_multiplier(__global const float* xs, __global const float* ws, __global const float* ys,
                             int c) {
 #ifdef W_PER_CHANNEL
   const float w = ws[c];
@@ -552,7 +552,7 @@ __kernel void qconv_depthwise_padded(__global const PT* restrict Xp, __global co
 #define RING ((KH - 1) * DH + 1)
 #define DW_SLOT(ih) (((ih) % RING + RING) % RING)
 // Input row ih into ring slot `slot`: columns [PAD_W, PAD_W + IN_W) from the row, zeros around.
-inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih, int H, float x_zero) {
+static inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih, int H, float x_zero) {
   if (ih < 0 || ih >= H) {
     for (int i = 0; i < PW; ++i) dst[i] = 0.0f;
     return;
@@ -630,7 +630,7 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
 #if defined(QTILED) && !defined(PACK_WEIGHTS)
 #define KVOL (KD * KH * KW)
 
-inline float qconv_tap(__global const XT* x, float x_zero, int k, int z0, int y0, int x0, int ID, int IH, int IW) {
+static inline float qconv_tap(__global const XT* x, float x_zero, int k, int z0, int y0, int x0, int ID, int IH, int IW) {
   const int c = k / KVOL, r = k % KVOL;
   const int iz = z0 + (r / (KH * KW)) * DD, iy = y0 + ((r / KW) % KH) * DH, ix = x0 + (r % KW) * DW;
   if (iz < 0 || iz >= ID || iy < 0 || iy >= IH || ix < 0 || ix >= IW) return 0.0f;

@@ -10,7 +10,7 @@
 #endif
 #include "storage.cl"
 
-inline ulong rng_mix(ulong z) {
+static inline ulong rng_mix(ulong z) {
   z += 0x9e3779b97f4a7c15UL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9UL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebUL;
@@ -18,7 +18,7 @@ inline ulong rng_mix(ulong z) {
 }
 
 // A uniform in [0, 1) (or (0, 1] with `open_low`) from draw j of element i.
-inline float rng_uniform(ulong key, ulong run, ulong i, int open_low) {
+static inline float rng_uniform(ulong key, ulong run, ulong i, int open_low) {
   const ulong h = rng_mix(key ^ rng_mix(run * 0x632be59bd9b4e019UL ^ rng_mix(i)));
   return ((float)(h >> 40) + (open_low ? 1.0f : 0.0f)) * 0x1p-24f;
 }

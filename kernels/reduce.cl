@@ -97,7 +97,7 @@
 #ifdef OP_LOGSUMEXP
 // Shifted by the maximum so exp() cannot overflow; an infinite maximum is not subtracted, so that
 // all -inf gives -inf and any +inf gives +inf.
-inline TF lse_shift(TF m) { return isinf(m) ? (TF)0 : m; }
+static inline TF lse_shift(TF m) { return isinf(m) ? (TF)0 : m; }
 #endif
 
 #if defined(INIT) || defined(OP_LOGSUMEXP)

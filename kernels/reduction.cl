@@ -4,7 +4,7 @@
 // and reduced strides (the layout of ReduceGeometry::params() in ops/reduce_ops.hpp).
 #if defined(NK)
 // Offset of output `o`'s first element.
-inline long kept_offset(long o, __global const long* p) {
+static inline long kept_offset(long o, __global const long* p) {
   long off = 0;
   for (int d = NK - 1; d >= 0; --d) {
     long n = p[d];
@@ -17,7 +17,7 @@ inline long kept_offset(long o, __global const long* p) {
 
 #if defined(NK) && defined(NR)
 // Offset of reduced index r from an output's first element.
-inline long red_offset(long r, __global const long* p) {
+static inline long red_offset(long r, __global const long* p) {
 #if NR == 0
   return 0;
 #elif NR == 1

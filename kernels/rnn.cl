@@ -70,7 +70,7 @@ typedef VCAT(float, VW) vt;
 
 // The activation in slot `slot` of the table: (code, alpha, beta) per slot, codes as
 // ops/rnn_ops.cpp's ActCode. select() keeps it one expression for scalars and vectors.
-inline vt rnn_act(__global const float* acts, int slot, vt x) {
+static inline vt rnn_act(__global const float* acts, int slot, vt x) {
   const int code = (int)acts[3 * slot];
   const float alpha = acts[3 * slot + 1], beta = acts[3 * slot + 2];
   switch (code) {
@@ -88,23 +88,23 @@ inline vt rnn_act(__global const float* acts, int slot, vt x) {
   }
 }
 
-inline vt rnn_clip(vt x, float clip) { return clip > 0.0f ? clamp(x, -clip, clip) : x; }
+static inline vt rnn_clip(vt x, float clip) { return clip > 0.0f ? clamp(x, -clip, clip) : x; }
 
 // Steps batch b runs (its sequence_lens entry clamped to [0, T]).
-inline int rnn_len(__global const lens_t* lens, int has_lens, int b, int T) {
+static inline int rnn_len(__global const lens_t* lens, int has_lens, int b, int T) {
   return has_lens ? (int)clamp((long)lens[b], 0L, (long)T) : T;
 }
 
-inline size_t y_index(int layout1, int t, int d, int b, int j, int T, int D, int B, int H) {
+static inline size_t y_index(int layout1, int t, int d, int b, int j, int T, int D, int B, int H) {
   return layout1 ? (((size_t)b * T + t) * D + d) * H + j : (((size_t)t * D + d) * B + b) * H + j;
 }
 
-inline size_t state_io_index(int layout1, int d, int b, int j, int D, int B, int H) {
+static inline size_t state_io_index(int layout1, int d, int b, int j, int D, int B, int H) {
   return layout1 ? ((size_t)b * D + d) * H + j : ((size_t)d * B + b) * H + j;
 }
 
 // VW consecutive hidden units of Y (contiguous in both layouts).
-inline void store_y(__global STORE_TYPE(SY)* Y, size_t at, vt v) {
+static inline void store_y(__global STORE_TYPE(SY)* Y, size_t at, vt v) {
 #if VW == 1
   ST(SY, Y, at, v);
 #else
@@ -195,7 +195,7 @@ __kernel void rnn_init(__global const STORE_TYPE(SH0)* h0, __global const STORE_
 #define STEP_ARGS XW, RT, BF, PF, hs, cs, rh, Y, acts, lens, has_lens, has_y, T, B, H, flags, clip
 #define IDS int j, int b, int d, int D, int step
 
-inline void lstm_body(STEP_PARAMS, IDS) {
+static inline void lstm_body(STEP_PARAMS, IDS) {
   STEP_PROLOGUE(4)
   if (step >= len) {
     CARRY_OVER(1)
@@ -229,7 +229,7 @@ inline void lstm_body(STEP_PARAMS, IDS) {
 }
 
 // GRU without linear_before_reset, first half of a step: rh = r (.) H_{t-1}.
-inline void gru_reset_body(STEP_PARAMS, IDS) {
+static inline void gru_reset_body(STEP_PARAMS, IDS) {
   STEP_PROLOGUE(3)
   if (step >= len) return;
   vt gr = 0.0f;
@@ -238,7 +238,7 @@ inline void gru_reset_body(STEP_PARAMS, IDS) {
   VSTORE(r * VLOAD(h_in, j), rh + sidx, j);
 }
 
-inline void gru_body(STEP_PARAMS, IDS) {
+static inline void gru_body(STEP_PARAMS, IDS) {
   STEP_PROLOGUE(3)
   if (step >= len) {
     CARRY_OVER(0)
@@ -272,7 +272,7 @@ inline void gru_body(STEP_PARAMS, IDS) {
   if (has_y) store_y(Y, y_index(layout1, t, d, b, j, T, D, B, H), h);
 }
 
-inline void rnn_body(STEP_PARAMS, IDS) {
+static inline void rnn_body(STEP_PARAMS, IDS) {
   STEP_PROLOGUE(1)
   if (step >= len) {
     CARRY_OVER(0)

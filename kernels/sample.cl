@@ -23,7 +23,7 @@
 
 #if defined(MODE_LINEAR) || defined(MODE_NEAREST) || defined(MODE_CUBIC)
 // Grid value g in [-1, 1] to a pixel coordinate along a dim of `len`.
-inline float gs_denormalize(float g, int len) {
+static inline float gs_denormalize(float g, int len) {
 #ifdef ALIGN_CORNERS
   return (g + 1.0f) / 2.0f * (float)(len - 1);
 #else
@@ -33,7 +33,7 @@ inline float gs_denormalize(float g, int len) {
 
 // Reflects x into [lo, hi] by the nearer border until it lies inside (a zero-width range, one
 // pixel with align_corners, maps everything to lo, where the reference would divide by zero).
-inline float gs_reflect(float x, float lo, float hi) {
+static inline float gs_reflect(float x, float lo, float hi) {
   const float range = hi - lo;
   if (range <= 0.0f) return lo;
   if (x < lo) {
@@ -51,14 +51,14 @@ inline float gs_reflect(float x, float lo, float hi) {
   return x;
 }
 
-inline float gs_lo(int len) {
+static inline float gs_lo(int len) {
 #ifdef ALIGN_CORNERS
   return 0.0f;
 #else
   return -0.5f;
 #endif
 }
-inline float gs_hi(int len) {
+static inline float gs_hi(int len) {
 #ifdef ALIGN_CORNERS
   return (float)len - 1.0f;
 #else
@@ -67,7 +67,7 @@ inline float gs_hi(int len) {
 }
 
 // The source coordinate after the reference's out-of-border step (nearest rounds first).
-inline float gs_source(float g, int len) {
+static inline float gs_source(float g, int len) {
   float x = gs_denormalize(g, len);
 #ifdef MODE_NEAREST
   x = rint(x);
@@ -85,7 +85,7 @@ inline float gs_source(float g, int len) {
 }
 
 // The pixel index a tap at integer position i reads along a dim of `len`, or -1 for a zero.
-inline int gs_tap(int i, int len) {
+static inline int gs_tap(int i, int len) {
 #if defined(PAD_ZEROS)
   return (i >= 0 && i < len) ? i : -1;
 #elif defined(PAD_BORDER)
@@ -95,11 +95,11 @@ inline int gs_tap(int i, int len) {
 #endif
 }
 
-inline float gs_pixel(const __global STORE_TYPE(SX)* x, long plane, int W, int iy, int ix) {
+static inline float gs_pixel(const __global STORE_TYPE(SX)* x, long plane, int W, int iy, int ix) {
   return (iy < 0 || ix < 0) ? 0.0f : LD(SX, x, plane + (long)iy * W + ix);
 }
 
-inline void gs_cubic_coeffs(float t, float* c) {
+static inline void gs_cubic_coeffs(float t, float* c) {
   const float a = -0.75f;
   const float t1 = t + 1.0f, t2 = 1.0f - t, t3 = 2.0f - t;
   c[0] = ((a * t1 - 5.0f * a) * t1 + 8.0f * a) * t1 - 4.0f * a;

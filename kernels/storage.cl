@@ -57,21 +57,21 @@ typedef __fp16 oi_fp16x2 __attribute__((ext_vector_type(2)));
 typedef __fp16 oi_fp16x4 __attribute__((ext_vector_type(4)));
 typedef __fp16 oi_fp16x8 __attribute__((ext_vector_type(8)));
 typedef __fp16 oi_fp16x16 __attribute__((ext_vector_type(16)));
-inline float half_bits_to_float(ushort h) {
+static inline float half_bits_to_float(ushort h) {
   return __builtin_convertvector(__builtin_astype((ushort2)(h, 0), oi_fp16x2), float2).x;
 }
-inline ushort float_to_half_bits(float f) {
+static inline ushort float_to_half_bits(float f) {
   return (ushort)__builtin_astype(__builtin_convertvector((float2)(f, 0.0f), oi_fp16x2), uint);
 }
 #define HALF_VECTOR_CONVERSIONS(n)                                                             \
-  inline float##n half_bits_to_float##n(ushort##n h) {                                     \
+  static inline float##n half_bits_to_float##n(ushort##n h) {                                     \
     return __builtin_convertvector(__builtin_astype(h, oi_fp16x##n), float##n);            \
   }                                                                                        \
-  inline ushort##n float_to_half_bits##n(float##n f) {                                     \
+  static inline ushort##n float_to_half_bits##n(float##n f) {                                     \
     return __builtin_astype(__builtin_convertvector(f, oi_fp16x##n), ushort##n);           \
   }
 #else
-inline float half_bits_to_float(ushort h) {
+static inline float half_bits_to_float(ushort h) {
   const uint u = h;
   const uint em = u & 0x7fffu;
   float r = as_float(em << 13) * 0x1p112f;
@@ -79,7 +79,7 @@ inline float half_bits_to_float(ushort h) {
   return as_float(as_uint(r) | ((u & 0x8000u) << 16));
 }
 
-inline ushort float_to_half_bits(float f) {
+static inline ushort float_to_half_bits(float f) {
   const uint x = as_uint(f);
   const uint sign = (x >> 16) & 0x8000u;
   const uint ax = x & 0x7fffffffu;
@@ -92,11 +92,11 @@ inline ushort float_to_half_bits(float f) {
 }
 
 #define HALF_VECTOR_CONVERSIONS(n)                                                             \
-  inline float##n half_bits_to_float##n(ushort##n h) {                                     \
+  static inline float##n half_bits_to_float##n(ushort##n h) {                                     \
     HALF_TO_FLOAT_BODY(uint##n, float##n, int##n, convert_uint##n, convert_float##n,       \
                        convert_int##n)                                                     \
   }                                                                                        \
-  inline ushort##n float_to_half_bits##n(float##n f) {                                     \
+  static inline ushort##n float_to_half_bits##n(float##n f) {                                     \
     FLOAT_TO_HALF_BODY(uint##n, float##n, int##n, ushort##n, convert_uint##n,              \
                        convert_ushort##n, convert_int##n)                                  \
   }
@@ -108,7 +108,7 @@ HALF_VECTOR_CONVERSIONS(16)
 
 // bfloat16 (Cast only): the upper 16 bits of a float32; stores round to nearest even, NaN stays NaN.
 #define STORE_TYPE_BF16 ushort
-inline ushort float_to_bf16_bits(float f) {
+static inline ushort float_to_bf16_bits(float f) {
   const uint x = as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);
   return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -167,7 +167,7 @@ typedef struct { uchar16 lanes; } __attribute__((packed)) oi_bytes16;
 // pool_plane_avg and the GlobalAveragePool that conv.cl's depthwise kernel computes when the
 // optimizer fused it in, so that both give the same value bit for bit.
 #define DEFINE_PLANE_MEAN(name, s, T)                          \
-  inline float name(const __global T* x, long n) {             \
+  static inline float name(const __global T* x, long n) {             \
     float8 s8 = 0.0f;                                          \
     long i = 0;                                                \
     for (; i + 8 <= n; i += 8) s8 += LDN(s, 8, x + i, 0);      \

@@ -24,7 +24,7 @@
 
 #if defined(KEY_F32)
 typedef uint key_t;
-inline key_t key_of(float v) {
+static inline key_t key_of(float v) {
   if (isnan(v)) return 0xffffffffu;
   const uint u = as_uint(v == 0.0f ? 0.0f : v);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -33,7 +33,7 @@ inline key_t key_of(float v) {
 #define COPY(y, j, x, i) ST(SY, y, j, LD(SX, x, i))
 #elif defined(KEY_F64)
 typedef ulong key_t;
-inline key_t key_of(double v) {
+static inline key_t key_of(double v) {
   if (isnan(v)) return 0xffffffffffffffffUL;
   const ulong u = as_ulong(v == 0.0 ? 0.0 : v);
   return (u & 0x8000000000000000UL) ? ~u : (u | 0x8000000000000000UL);
@@ -63,7 +63,7 @@ typedef ulong key_t;
 // the indices best first, and the values are copied from X.
 //
 // Places element `e` (key ke) at heap position `p` of a heap of `size` entries, moving it down.
-inline void sift_down(const __global TX* x, long xb, __global long* h, long inner, long size, long p, long e, key_t ke) {
+static inline void sift_down(const __global TX* x, long xb, __global long* h, long inner, long size, long p, long e, key_t ke) {
   for (;;) {
     long c = 2 * p + 1;
     if (c >= size) break;
