@@ -25,6 +25,23 @@ namespace {
 
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
+// The caches' ledgers are read as numbers: hex16() round-trips, and anything but 16 hex digits is
+// refused (the reader then skips the line).
+TEST(Bundle, Hex16IdsRoundTripAndRejectOtherText) {
+  for (uint64_t v : {0ull, 1ull, 0x0123456789abcdefull, ~0ull, 0x8000000000000000ull}) {
+    uint64_t back = 42;
+    ASSERT_TRUE(oi::parse_hex16(oi::hex16(v), &back)) << oi::hex16(v);
+    EXPECT_EQ(back, v);
+  }
+  uint64_t v = 0;
+  EXPECT_TRUE(oi::parse_hex16("00000000000000FF", &v));
+  EXPECT_EQ(v, 255u);
+  for (const char* bad : {"", "0123456789abcde", "0123456789abcdef0", "0123456789abcdeg", " 123456789abcdef",
+                          "0123456789abcde\n", "-123456789abcdef"})
+    EXPECT_FALSE(oi::parse_hex16(bad, &v)) << bad;
+  EXPECT_FALSE(oi::parse_hex16(std::string_view("0123456789abcd\0f", 16), &v));
+}
+
 TEST(Bundle, ParsesOnlyDefinitions) {
   std::vector<std::pair<std::string, std::string>> d;
   ASSERT_TRUE(oi::parse_define_options(" -DA=1  -DB -DT_LOWEST=(-INFINITY) -DX=1.5e-3f", &d));

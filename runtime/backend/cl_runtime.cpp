@@ -92,6 +92,32 @@ std::string hex16(uint64_t v) {
   return hex;
 }
 
+bool parse_hex16(std::string_view s, uint64_t* v) {
+  if (s.size() != 16) return false;
+  uint64_t r = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return false;
+    r = r << 4 | static_cast<uint64_t>(d);
+  }
+  *v = r;
+  return true;
+}
+
+std::string read_file_or_empty(const std::string& path) {
+  std::string r;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.append(buf, n);
+    std::fclose(f);
+  }
+  return r;
+}
+
 bool is_hex16(const std::string& s) {
   if (s.size() != 16) return false;
   for (char c : s)
@@ -1073,9 +1099,9 @@ std::string ClRuntime::device_key() const {
          dev_.info.driver_version + '\n' + dev_.info.device_version;
 }
 
-std::string ClRuntime::unit_id(const std::string& file, const std::string& options_with_extra) const {
+uint64_t ClRuntime::unit_id(const std::string& file, const std::string& options_with_extra) const {
   const std::string device_key = this->device_key();
-  return hex16(fnv1a(device_key + '\n' + file + '\n' + options_with_extra + '\n' + kernel_source(file)));
+  return fnv1a(device_key + '\n' + file + '\n' + options_with_extra + '\n' + kernel_source(file));
 }
 
 void ClRuntime::load_registry() {
@@ -1085,19 +1111,25 @@ void ClRuntime::load_registry() {
   // "s UNIT": built on its own; "u UNIT": built in a bundle; "p PLAN UNIT,UNIT,...|-": what that
   // plan bundled. Anything else is skipped: the registry only steers which programs are built
   // together, never a result.
-  std::ifstream f(registry_path_);
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string kind, id, list;
-    if (!(in >> kind >> id) || id.size() != 16) continue;
-    if (kind == "s") {
+  const std::string text = read_file_or_empty(registry_path_);
+  const std::string_view all(text);
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\n', at);
+    if (end == std::string_view::npos) end = all.size();
+    const std::string_view line = all.substr(at, end - at);
+    at = end + 1;
+    uint64_t id = 0;
+    if (line.size() < 18 || line[1] != ' ' || !parse_hex16(line.substr(2, 16), &id)) continue;
+    if (line[0] == 's' && line.size() == 18) {
       separate_units_.insert(id);
-    } else if (kind == "u") {
+    } else if (line[0] == 'u' && line.size() == 18) {
       bundled_units_.insert(id);
-    } else if (kind == "p" && in >> list) {
-      std::set<std::string>& b = plan_bundles_[id];
-      for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
+    } else if (line[0] == 'p' && line.size() > 19 && line[18] == ' ') {
+      std::unordered_set<uint64_t>& b = plan_bundles_[id];
+      const std::string_view list = line.substr(19);
+      uint64_t unit = 0;
+      for (size_t i = 0; i + 16 <= list.size(); i += 17)
+        if (parse_hex16(list.substr(i, 16), &unit)) b.insert(unit);
     }
   }
 }
@@ -1113,22 +1145,22 @@ void ClRuntime::append_registry(const std::string& lines) {
 
 void ClRuntime::note_separate_build(const std::string& file, const std::string& options_with_extra) {
   if (cache_dir_.empty()) return;
-  const std::string id = unit_id(file, options_with_extra);
+  const uint64_t id = unit_id(file, options_with_extra);
   std::lock_guard<std::mutex> lock(registry_mu_);
   load_registry();
-  if (separate_units_.insert(id).second) append_registry("s " + id + "\n");
+  if (separate_units_.insert(id).second) append_registry("s " + hex16(id) + "\n");
 }
 
 std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
     const std::vector<std::pair<std::string, std::string>>& todo) {
   if (cache_dir_.empty()) return todo;
-  std::vector<std::string> ids;
+  std::vector<uint64_t> ids;
   std::string plan_text;
   for (const auto& [file, options] : todo) {
     ids.push_back(unit_id(file, options + extra_build_options()));
-    plan_text += ids.back() + ',';
+    plan_text += hex16(ids.back()) + ',';
   }
-  const std::string plan_id = hex16(fnv1a(plan_text));
+  const uint64_t plan_id = fnv1a(plan_text);
   std::lock_guard<std::mutex> lock(registry_mu_);
   load_registry();
   std::vector<std::pair<std::string, std::string>> chosen;
@@ -1145,18 +1177,19 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
   // compiled once more on its own and then shared; a large one (a real network) keeps them in, so
   // that its warm start stays one program.
   const bool small = todo.size() <= kSmallPlanUnits;
-  std::string list, record;
+  std::vector<uint64_t> units;
   for (size_t i = 0; i < todo.size(); ++i)
     if (!separate_units_.count(ids[i]) && !(small && bundled_units_.count(ids[i]))) {
       chosen.push_back(todo[i]);
-      list += (list.empty() ? "" : ",") + ids[i];
+      units.push_back(ids[i]);
     }
-  if (chosen.size() < 2) chosen.clear(), list.clear();
-  std::set<std::string>& b = plan_bundles_[plan_id];
-  for (size_t i = 0; i + 16 <= list.size(); i += 17) b.insert(list.substr(i, 16));
-  record = "p " + plan_id + " " + (list.empty() ? std::string("-") : list) + "\n";
-  for (const std::string& id : b)
-    if (bundled_units_.insert(id).second) record += "u " + id + "\n";
+  if (chosen.size() < 2) chosen.clear(), units.clear();
+  std::string list, record;
+  for (uint64_t id : units) list += (list.empty() ? "" : ",") + hex16(id);
+  plan_bundles_[plan_id].insert(units.begin(), units.end());
+  record = "p " + hex16(plan_id) + " " + (list.empty() ? std::string("-") : list) + "\n";
+  for (uint64_t id : units)
+    if (bundled_units_.insert(id).second) record += "u " + hex16(id) + "\n";
   append_registry(record);
   return chosen;
 }

@@ -18,7 +18,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ocl_infer/ocl_infer.hpp"
@@ -41,6 +44,10 @@ uint64_t fnv1a(const std::string& s);
 std::string hex16(uint64_t v);
 // Whether `s` is 16 hex digits (a hex16() key read back from a file).
 bool is_hex16(const std::string& s);
+// The value of 16 hex digits (a hex16() key); false for anything else.
+bool parse_hex16(std::string_view s, uint64_t* v);
+// A whole file's bytes, empty when it cannot be read (the caches' ledgers: missing is empty).
+std::string read_file_or_empty(const std::string& path);
 // The tab-separated fields of a line of one of the cache folder's files, empty ones included (an
 // empty line is one empty field).
 std::vector<std::string> split_tabs(const std::string& line);
@@ -229,8 +236,8 @@ class ClRuntime {
   // New plans of at most this many units leave units that an earlier bundle built to their own
   // programs (see choose_bundle_units).
   static constexpr size_t kSmallPlanUnits = 4;
-  // 16 hex digits naming a unit (source, options, device, driver) in the registry.
-  std::string unit_id(const std::string& file, const std::string& options_with_extra) const;
+  // The id naming a unit (source, options, device, driver); 16 hex digits in the registry.
+  uint64_t unit_id(const std::string& file, const std::string& options_with_extra) const;
   // Reads the registry once; called with registry_mu_ held.
   void load_registry();
   void append_registry(const std::string& lines);
@@ -275,8 +282,10 @@ class ClRuntime {
   // The bundle registry (see choose_bundle_units), read on first use.
   std::mutex registry_mu_;
   std::string registry_path_;
-  std::set<std::string> separate_units_, bundled_units_;
-  std::map<std::string, std::set<std::string>> plan_bundles_;
+  // Ids (hex16 in the file) as numbers: a long-used cache has tens of thousands of lines, read at
+  // every start.
+  std::unordered_set<uint64_t> separate_units_, bundled_units_;
+  std::unordered_map<uint64_t, std::unordered_set<uint64_t>> plan_bundles_;
   mutable std::mutex mu_;       // programs_, pending_, stats_
   std::mutex log_mu_;           // log_ from worker threads
   std::mutex slots_mu_;         // worker slots

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "ocl_infer/ocl_infer.hpp"
 
@@ -288,10 +290,20 @@ class NameScanner {
 }  // namespace
 
 SourceNames scan_source_names(const std::string& src) {
+  // A model's bundle holds the same file many times (mobilenet_v2: conv.cl 12 times, with other
+  // options); the names do not depend on the options, so each source is scanned once a process.
+  static std::mutex mu;
+  static std::unordered_map<std::string, SourceNames> scanned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = scanned.find(src); it != scanned.end()) return it->second;
+  }
   SourceNames out;
   NameScanner scanner(&out);
   const std::vector<Token> tokens = scanner.tokenize(src);  // reads every macro first
   scanner.declarations(tokens, 4);
+  std::lock_guard<std::mutex> lock(mu);
+  if (scanned.size() < 256) scanned.emplace(src, out);  // the kernel files, and a few test sources
   return out;
 }
 

@@ -21,7 +21,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "ops/build_context.hpp"
@@ -146,12 +148,18 @@ std::string describe_launch(const Plan& plan, const Launch& l, const Units& unit
   return o.str();
 }
 
-std::set<std::string> read_ledger(const std::string& path) {
-  std::set<std::string> r;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line))
-    if (is_hex16(line)) r.insert(line);
+// The ledger's ids (one hex16 a line; anything else is skipped).
+std::unordered_set<uint64_t> read_ledger(const std::string& path) {
+  std::unordered_set<uint64_t> r;
+  const std::string text = read_file_or_empty(path);
+  const std::string_view all(text);
+  for (size_t at = 0; at < all.size();) {
+    size_t end = all.find('\n', at);
+    if (end == std::string_view::npos) end = all.size();
+    uint64_t id = 0;
+    if (parse_hex16(all.substr(at, end - at), &id)) r.insert(id);
+    at = end + 1;
+  }
   return r;
 }
 
@@ -165,15 +173,15 @@ std::unique_ptr<CompileHelpers> CompileHelpers::start(const Plan& plan, ClRuntim
   if (const char* e = std::getenv("POCL_KERNEL_CACHE"); e && std::string(e) == "0") return nullptr;
   std::unique_ptr<CompileHelpers> h(new CompileHelpers);
   h->ledger_path_ = cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt";
-  const std::set<std::string> known = read_ledger(h->ledger_path_);
-  std::set<std::string> seen;
+  const std::unordered_set<uint64_t> known = read_ledger(h->ledger_path_);
+  std::unordered_set<uint64_t> seen;
   // The new specialisations, each once, in the run's order, with their bundles.
   std::vector<std::pair<const Launch*, Units>> todo;
   const std::string sources = kernel_sources_hash();
   const std::string common = cl.device_key() + '\n' + sources + '\n' + build_options_suffix() + '\n';
   for (const Launch& l : plan.launches) {
     Units units = cl.bundle_units(l.file, l.options);
-    const std::string spec = hex16(fnv1a(spec_key(common, l, units)));
+    const uint64_t spec = fnv1a(spec_key(common, l, units));
     if (known.count(spec) || !seen.insert(spec).second) continue;
     h->new_specs_.push_back(spec);
     todo.push_back({&l, std::move(units)});
@@ -251,7 +259,7 @@ void CompileHelpers::finished() {
   stop();
   if (new_specs_.empty()) return;
   std::string lines;
-  for (const std::string& s : new_specs_) lines += s + '\n';
+  for (uint64_t s : new_specs_) lines += hex16(s) + '\n';
   // Appended in one write: runs in parallel each add whole lines; readers skip anything else.
   const int fd = open(ledger_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd < 0) return;

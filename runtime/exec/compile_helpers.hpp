@@ -54,7 +54,7 @@ class CompileHelpers {
   CompileHelpers() = default;
   void stop();
   std::string ledger_path_;
-  std::vector<std::string> new_specs_;  // hashes of specialisations not in the ledger
+  std::vector<uint64_t> new_specs_;  // hashes of specialisations not in the ledger
   std::vector<pid_t> pids_;
   std::vector<std::string> jobs_;  // the helpers' job files
 };
