@@ -314,9 +314,13 @@ __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO*
 #endif
 
 // ew_binary_chunk (-DEW_CHUNK=4|8|16): EW_CHUNK consecutive outputs per work-item when no input
-// is strided (modes 0, 1, 3) and every mode-3 block (INNER) is a multiple of EW_CHUNK: the
-// broadcast operands' index is then computed once per chunk and the loop vectorizes. On PoCL a
+// is strided (modes 0, 1, 3) and every mode-3 block's INNER is a multiple of EW_CHUNK (or 1, with
+// COUNT a multiple): the broadcast operands' index is then computed once per chunk and the loop
+// vectorizes. On PoCL a
 // work-item per element paid ~1 ns per element for a [N,C,H,W] x [N,C,1,1] Mul.
+// A mode-3 block with INNER 1 (the output's last dims) steps along the chunk like a mode-0 operand
+// (the host then has COUNT a multiple of EW_CHUNK); any other stays at its chunk's first index.
+#define CHUNK_STEPS(mode, inner) ((mode) == 0 || ((mode) == 3 && (inner) == 1))
 #if defined(G) && defined(EW_CHUNK) && !defined(CHECK_ZERO_DIVISOR)
 __kernel void ew_binary_chunk(__global const TA* a, __global const TB* b, __global TO* y, long n) {
   const long i0 = (long)get_global_id(0) * EW_CHUNK;
@@ -325,9 +329,29 @@ __kernel void ew_binary_chunk(__global const TA* a, __global const TB* b, __glob
   const long ia = INDEX(IDX_A, i0, 0, INNER_A, COUNT_A), ib = INDEX(IDX_B, i0, 1, INNER_B, COUNT_B);
 #pragma unroll
   for (int k = 0; k < EW_CHUNK; ++k) {
-    CA x = LD(SA, a, IDX_A == 0 ? ia + k : ia);
-    CB z = LD(SB, b, IDX_B == 0 ? ib + k : ib);
+    CA x = LD(SA, a, CHUNK_STEPS(IDX_A, INNER_A) ? ia + k : ia);
+    CB z = LD(SB, b, CHUNK_STEPS(IDX_B, INNER_B) ? ib + k : ib);
     ST(SO, y, i0 + k, (CO)(G(x, z)));
+  }
+}
+#endif
+
+// ew_ternary_chunk: ew_binary_chunk's scheme for three operands (Where: a [1,1,T,T] mask, a
+// scalar and [1,H,T,T] attention scores took ~6.7 ns an element a work-item each on PoCL).
+#if defined(H) && defined(EW_CHUNK)
+__kernel void ew_ternary_chunk(__global const TA* a, __global const TB* b, __global const TC* c,
+                               __global TO* y, long n) {
+  const long i0 = (long)get_global_id(0) * EW_CHUNK;
+  if (i0 >= n) return;
+  __global const long* meta = 0;  // INDEX's strided branch, never taken here
+  const long ia = INDEX(IDX_A, i0, 0, INNER_A, COUNT_A), ib = INDEX(IDX_B, i0, 1, INNER_B, COUNT_B),
+             ic = INDEX(IDX_C, i0, 2, INNER_C, COUNT_C);
+#pragma unroll
+  for (int k = 0; k < EW_CHUNK; ++k) {
+    CA x = LD(SA, a, CHUNK_STEPS(IDX_A, INNER_A) ? ia + k : ia);
+    CB u = LD(SB, b, CHUNK_STEPS(IDX_B, INNER_B) ? ib + k : ib);
+    CC v = LD(SC, c, CHUNK_STEPS(IDX_C, INNER_C) ? ic + k : ic);
+    ST(SO, y, i0 + k, (CO)(H(x, u, v)));
   }
 }
 #endif

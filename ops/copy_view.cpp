@@ -177,6 +177,16 @@ void run_copies_device(BuildContext& ctx, const std::vector<CopyView>& views) {
     p.insert(p.end(), v.in_strides.begin(), v.in_strides.end());
     p.insert(p.end(), v.out_strides.begin(), v.out_strides.end());
     cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
+    // CPU devices: rows contiguous on both sides move a row (or several short ones) per work-item.
+    const int64_t len = v.dims[nd - 1];
+    if (ctx.caps().cpu_shaped() && nd >= 2 && v.in_strides[nd - 1] == 1 && v.out_strides[nd - 1] == 1 && len >= 4 &&
+        len < INT32_MAX) {
+      const int64_t rows = n / len, per = std::max<int64_t>(1, 64 / len);
+      ctx.launch("copy", "copy_rows", opts, {static_cast<size_t>((rows + per - 1) / per)}, {1}, ctx.in_buf(v.input),
+                 ctx.out_buf(v.output), pm, static_cast<int32_t>(nd), v.in_offset, v.out_offset, rows,
+                 static_cast<int32_t>(len), static_cast<int32_t>(per));
+      continue;
+    }
     ctx.launch("copy", "copy_strided", opts, global, {local}, ctx.in_buf(v.input),
                ctx.out_buf(v.output), pm, static_cast<int32_t>(v.dims.size()), v.in_offset,
                v.out_offset, n);

@@ -57,7 +57,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   std::vector<int64_t> meta(out.shape.begin(), out.shape.end());
   if (out.shape.empty()) meta.push_back(1);
   bool any_strided = false;
-  std::vector<int64_t> block_inner;  // INNER of each mode-3 input
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // INNER and COUNT of each mode-3 input
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Shape& s = inputs[k].shape;
     int mode = 2;
@@ -68,21 +68,27 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     else {
       // One contiguous block [first, last] of output dims that the input matches exactly, with
       // the input 1 everywhere else: index = (i / inner) % count.
-      int first = -1, last = -1;
+      // Output dims of extent 1 index nothing and are skipped (a [1,1,T,T] mask against [1,H,T,T]
+      // scores is the block [T,T]).
+      int first = -1, last = -1, prev = -1;  // prev: the last output dim of extent > 1 so far
       bool block = true;
       for (int d = 0; d < nd; ++d) {
-        if (padded[d] == 1 && out.shape[d] != 1) continue;
+        if (out.shape[d] == 1) continue;
+        if (padded[d] == 1) {
+          prev = d;
+          continue;
+        }
         if (padded[d] != out.shape[d]) block = false;
         if (first < 0) first = d;
-        else if (last != d - 1) block = false;
-        last = d;
+        else if (last != prev) block = false;
+        last = prev = d;
       }
       if (block && first >= 0) {
         int64_t inner = 1, count = 1;
         for (int d = last + 1; d < nd; ++d) inner *= out.shape[d];
         for (int d = first; d <= last; ++d) count *= out.shape[d];
         mode = 3;
-        block_inner.push_back(inner);
+        blocks.push_back({inner, count});
         opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] + "=" +
                 std::to_string(count) + "L";
       }
@@ -104,10 +110,21 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   const bool checked = inputs.size() == 2 && divides && is_integer(inputs[1].dtype);  // zero divisors
   // Chunks of 16, 8 or 4 outputs per work-item where no input is strided and every broadcast
   // block divides evenly (kernels/elementwise.cl, ew_binary_chunk).
+  if (inputs.size() == 3 && !any_strided) {
+    for (int64_t chunk : {16, 8, 4}) {
+      bool fits = n % chunk == 0;
+      for (const auto& [inner, count] : blocks) fits &= inner % chunk == 0 || (inner == 1 && count % chunk == 0);
+      if (!fits) continue;
+      const size_t items = static_cast<size_t>(n / chunk);
+      ctx.launch(file, "ew_ternary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), {round_up(items, local)},
+                 {local}, inputs[0].mem, inputs[1].mem, inputs[2].mem, out.mem, n);
+      return;
+    }
+  }
   if (inputs.size() == 2 && !any_strided && !checked) {
     for (int64_t chunk : {16, 8, 4}) {
       bool fits = n % chunk == 0;
-      for (int64_t inner : block_inner) fits &= inner % chunk == 0;
+      for (const auto& [inner, count] : blocks) fits &= inner % chunk == 0 || (inner == 1 && count % chunk == 0);
       if (!fits) continue;
       const size_t items = static_cast<size_t>(n / chunk);
       ctx.launch(file, "ew_binary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), {round_up(items, local)},
@@ -116,9 +133,9 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     }
     // Else a row per work-item where every broadcast block has the same inner extent (7x7
     // planes): the broadcast operand is constant along it (ew_binary_rows).
-    const int64_t row = block_inner.empty() ? 0 : block_inner[0];
+    const int64_t row = blocks.empty() ? 0 : blocks[0].first;
     bool rows_fit = row >= 2 && row <= 4096 && n % row == 0;
-    for (int64_t inner : block_inner) rows_fit &= inner == row;
+    for (const auto& block : blocks) rows_fit &= block.first == row;
     if (rows_fit) {
       const size_t rows = static_cast<size_t>(n / row);
       ctx.launch(file, "ew_binary_rows", opts + " -DEW_ROW=" + std::to_string(row), {round_up(rows, local)}, {local},

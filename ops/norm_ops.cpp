@@ -402,13 +402,23 @@ void softmax_build(BuildContext& ctx) {
                ctx.in_buf(0), ctx.out_buf(0), g.len);
     return;
   }
-  const size_t local = ctx.caps().linear_local();
   // Float32/64 storage: each exp() once, its value kept in the output until the sum is known (the
   // same value as computing it again); float16 storage would round it in between.
-  const std::string generic = opts + (ctx.input(0).dtype != DType::Float16 && ctx.output(0).dtype != DType::Float16 &&
-                                              macro == "SOFTMAX"
-                                          ? " -DEXP_ONCE"
-                                          : "");
+  const std::string exp_once = ctx.input(0).dtype != DType::Float16 && ctx.output(0).dtype != DType::Float16 &&
+                                       macro == "SOFTMAX"
+                                   ? " -DEXP_ONCE"
+                                   : "";
+  // CPU devices, contiguous rows: a row per work-item in vectors (softmax_rows_vec; a GPT-style
+  // decoder's [4,64,64] attention softmax 108 -> see docs/performance.md).
+  if (g.inner == 1 && g.len >= 4 && macro != "HARDMAX" && ctx.input(0).dtype != DType::Float64 &&
+      ctx.caps().cpu_shaped()) {
+    const int vw = g.len >= 16 ? 16 : g.len >= 8 ? 8 : 4;
+    ctx.launch("softmax", "softmax_rows_vec", opts + exp_once + " -DROW_VW=" + std::to_string(vw),
+               {static_cast<size_t>(g.outer)}, {1}, ctx.in_buf(0), ctx.out_buf(0), g.len, g.outer);
+    return;
+  }
+  const size_t local = ctx.caps().linear_local();
+  const std::string generic = opts + exp_once;
   ctx.launch("softmax", "softmax_generic", generic, {round_up(static_cast<size_t>(n_out), local)},
              {local}, ctx.in_buf(0), ctx.out_buf(0), n_out, g.len, g.inner);
 }

@@ -41,6 +41,21 @@ TEST(Elementwise, UnaryOpsMatchReference) {
   }
 }
 
+// The element of an operand of shape s (numpy broadcasting) that output element i of `out` reads.
+int64_t broadcast_index(const std::vector<int64_t>& s, const std::vector<int64_t>& out, int64_t i) {
+  int64_t idx = 0, stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    int64_t coord = i % out[d];
+    i /= out[d];
+    size_t off = out.size() - s.size();
+    if (d >= off) {
+      if (s[d - off] != 1) idx += coord * stride;
+      stride *= s[d - off];
+    }
+  }
+  return idx;
+}
+
 TEST(Elementwise, BinaryBroadcastMatchesReference) {
   std::mt19937 rng(2);
   struct Case {
@@ -58,7 +73,13 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
                                   {{3, 8}, {3, 8}, {3, 8}},
                                   {{2, 16}, {1}, {2, 16}},
                                   {{2, 3, 1, 1}, {2, 3, 4, 16}, {2, 3, 4, 16}},
+                                  // Blocks ending at the last dim step along the chunk (48 and
+                                  // 32 elements; [1,1,4,8] skips the output's leading 1); one of 13
+                                  // does not divide and falls back; a [5,1,7] block across an
+                                  // output dim of extent 1.
                                   {{6, 8}, {4, 6, 8}, {4, 6, 8}},
+                                  {{1, 1, 4, 8}, {1, 3, 4, 8}, {1, 3, 4, 8}},
+                                  {{5, 1, 7}, {2, 5, 1, 7}, {2, 5, 1, 7}},
                                   {{4, 6, 1}, {4, 6, 8}, {4, 6, 8}},
                                   // A row per work-item (ew_binary_rows): blocks of 49, 9 (left
                                   // operand, batch 2) and 25 (rank-3 operand) that 4 does not divide.
@@ -71,19 +92,7 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
       m.node(op, {"a", "b"}, {"y"});
       Tensor a = random_tensor(c.a, rng), b = random_tensor(c.b, rng, 0.5f, 2.f);
       Tensor ref(DType::Float32, c.out);
-      auto st = [](const std::vector<int64_t>& s, const std::vector<int64_t>& out, int64_t i) {
-        int64_t idx = 0, stride = 1;
-        for (size_t d = out.size(); d-- > 0;) {
-          int64_t coord = i % out[d];
-          i /= out[d];
-          size_t off = out.size() - s.size();
-          if (d >= off) {
-            if (s[d - off] != 1) idx += coord * stride;
-            stride *= s[d - off];
-          }
-        }
-        return idx;
-      };
+      const auto st = broadcast_index;
       for (int64_t i = 0; i < ref.numel(); ++i) {
         float x = a.data<float>()[st(c.a, c.out, i)], y = b.data<float>()[st(c.b, c.out, i)];
         std::string o = op;
@@ -92,6 +101,36 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
       auto out = run_model(m, {{"a", a}, {"b", b}});
       EXPECT_LE(rel_error(out.at("y"), ref), 1e-6) << op;
     }
+  }
+}
+
+// Where with broadcast operands: an attention mask [1,1,T,T] against [1,H,T,T] scores and a
+// scalar (ew_ternary_chunk), blocks with an inner extent, and shapes no chunk divides (ew_ternary).
+TEST(Elementwise, WhereBroadcastMatchesReference) {
+  std::mt19937 rng(5);
+  struct Case {
+    std::vector<int64_t> c, x, y, out;
+  };
+  for (const Case& k : std::vector<Case>{{{1, 1, 8, 8}, {1}, {1, 4, 8, 8}, {1, 4, 8, 8}},
+                                         {{8, 8}, {2, 3, 8, 8}, {1}, {2, 3, 8, 8}},
+                                         {{1, 1, 4, 4}, {1, 2, 4, 4}, {1, 2, 4, 4}, {1, 2, 4, 4}},
+                                         {{2, 1, 1}, {2, 3, 16}, {1, 3, 16}, {2, 3, 16}},
+                                         {{1, 1, 5, 5}, {1}, {1, 3, 5, 5}, {1, 3, 5, 5}},
+                                         {{3, 1}, {1, 7}, {3, 7}, {3, 7}}}) {
+    ModelBuilder m;
+    m.input("c", DType::Bool, k.c).input("x", DType::Float32, k.x).input("y", DType::Float32, k.y).output("z");
+    m.node("Where", {"c", "x", "y"}, {"z"});
+    Tensor c(DType::Bool, k.c);
+    std::bernoulli_distribution coin(0.5);
+    for (int64_t i = 0; i < c.numel(); ++i) c.data<uint8_t>()[i] = coin(rng);
+    Tensor x = random_tensor(k.x, rng), y = random_tensor(k.y, rng);
+    Tensor ref(DType::Float32, k.out);
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      ref.data<float>()[i] = c.data<uint8_t>()[broadcast_index(k.c, k.out, i)]
+                                 ? x.data<float>()[broadcast_index(k.x, k.out, i)]
+                                 : y.data<float>()[broadcast_index(k.y, k.out, i)];
+    auto out = run_model(m, {{"c", c}, {"x", x}, {"y", y}});
+    EXPECT_EQ(out.at("z").bytes, ref.bytes) << ocl_infer::shape_to_string(k.out);  // a selection: exact
   }
 }
 

@@ -259,7 +259,11 @@ TEST(Softmax, AllVariantsMatchReference) {
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
     for (const Case& c : {Case{{3, 37, 5}, 1, 13}, Case{{3, 37, 5}, 0, 13},
                           Case{{3, 37, 5}, -1, 13}, Case{{4, 1000}, -1, 13}, Case{{2, 3, 4}, 1, 11},
-                          Case{{5, 7, 3}, 0, 11}, Case{{2, 3, 41}, 2, 11}}) {
+                          Case{{5, 7, 3}, 0, 11}, Case{{2, 3, 41}, 2, 11},
+                          // Contiguous rows on CPU devices (softmax_rows_vec): whole 16-, 8- and
+                          // 4-wide vectors, and a row too short for a vector.
+                          Case{{1, 4, 6, 64}, -1, 13}, Case{{3, 8}, -1, 13}, Case{{5, 4}, 1, 13},
+                          Case{{4, 3}, -1, 13}}) {
       const size_t axis = c.axis < 0 ? c.axis + c.s.size() : c.axis;
       int64_t outer = prod(c.s, 0, axis), len, inner;
       if (c.opset < 13) {  // coerced to 2-D at axis
@@ -280,6 +284,33 @@ TEST(Softmax, AllVariantsMatchReference) {
           << c.opset;
     }
   }
+}
+
+// Masked attention rows: -inf entries (exp 0, LogSoftmax -inf) among finite ones, in the vector
+// part of a row and in its tail; opset 13 Softmax and LogSoftmax over the last axis.
+TEST(Softmax, MinusInfinityEntriesAsAttentionMasks) {
+  std::mt19937 rng(8);
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    for (int64_t len : {64, 19, 7}) {
+      const Shape s{2, 5, len};
+      Tensor x = random_tensor(s, rng, -8, 8);
+      for (int64_t r = 0; r < 10; ++r)
+        for (int64_t k = 0; k < len; ++k)
+          if (k > r + 1) f(x)[r * len + k] = -INFINITY;  // causal-style: row r sees r + 2 entries
+      // The last row's maximum in its last entry (a row's tail past its vectors): exp(100 - 8)
+      // overflows float unless that entry is in the maximum.
+      f(x)[10 * len - 1] = 100.0f;
+      ModelBuilder m(13);
+      m.input("x", DType::Float32, s).output("y");
+      attr_i(m.node(op, {"x"}, {"y"}), "axis", -1);
+      auto out = run_model(m, {{"x", x}});
+      const Tensor want = ref_softmax(op, x, 10, len, 1);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float g = f(out.at("y"))[i], w = f(want)[i];
+        if (std::isinf(w)) EXPECT_EQ(g, w) << op << " len " << len << " at " << i;
+        else EXPECT_NEAR(g, w, 1e-5 * std::max(1.0f, std::fabs(w))) << op << " len " << len << " at " << i;
+      }
+    }
 }
 
 TEST(Softmax, IntegerInputIsModelError) {

@@ -115,7 +115,14 @@ TEST(TensorOps, TransposeMatchesReference) {
                                   {{2, 19, 37}, {0, 2, 1}},
                                   {{1, 16, 8, 8}, {0, 2, 3, 1}},
                                   {{1, 16, 5, 16}, {0, 3, 1, 2}},
-                                  {{40, 8}, {1, 0}}}) {
+                                  {{40, 8}, {1, 0}},
+                                  // Rows contiguous on both sides (copy_rows on CPU devices):
+                                  // attention heads split and merged, a 51-word row, 3-word rows
+                                  // (too short: the element walk).
+                                  {{1, 6, 4, 12}, {0, 2, 1, 3}},
+                                  {{1, 4, 6, 12}, {0, 2, 1, 3}},
+                                  {{2, 5, 3, 17}, {1, 0, 2, 3}},
+                                  {{4, 5, 3}, {1, 0, 2}}}) {
     Tensor x = iota_tensor(c.s, rng);
     Shape os;
     for (auto p : c.perm) os.push_back(c.s[p]);

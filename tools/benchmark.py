@@ -36,7 +36,7 @@ the background processes those runs start (compile helpers, the binary store of 
 starts; --no-prime skips this), so that the rounds measure warm caches on quiet cores.
 --fp16 adds `--precision fp16`; --int8 runs int8/NAME.qdq.onnx in both runtimes; --process times
 whole warm `ocl-infer MODEL --input ...` processes against a new onnxruntime session plus its first
-run; --readme FILE writes the summary table between FILE's benchmark markers.
+run (the median of three of each per round); --readme FILE writes the summary table between FILE's benchmark markers.
 
 The latency runs are interleaved so that both runtimes see the same machine conditions: each of
 R rounds runs every model once with each of the three configurations, rotating their order from
@@ -342,10 +342,13 @@ def measure(args, models: list, tmp_dir: str) -> list:
             if args.process:
                 # One whole process as a user runs it (reads the inputs, writes the outputs); against
                 # it, onnxruntime's new session and first run (no Python start-up or import).
-                configurations.append(("ocl_process", lambda: [time_cli_process(
-                    args.ocl_infer, plain + ["--output-dir", out_dir], args.timeout)]))
+                # Three of each per round (one process alone varied 2x on the VM here); the round
+                # takes their median.
+                configurations.append(("ocl_process", lambda: [statistics.median(time_cli_process(
+                    args.ocl_infer, plain + ["--output-dir", out_dir], args.timeout) for _ in range(3))]))
                 if model is not None:
-                    configurations.append(("ort_process", lambda: [model.time_ort_process()]))
+                    configurations.append(("ort_process", lambda: [statistics.median(
+                        model.time_ort_process() for _ in range(3))]))
             shift = round_index % len(configurations)
             record = {}
             for key, function in configurations[shift:] + configurations[:shift]:
