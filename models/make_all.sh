@@ -7,7 +7,8 @@
 # Each step skips work already done, so a rerun takes seconds. OCL_INFER_PYENV picks the venv
 # (default build/pyenv). Pass --force through FORCE=1 to rebuild every model. --extra (or EXTRA=1)
 # also exports the benchmark-only models resnet50, efficientnet_b0 and densenet121 (about 1.5 min
-# more on one core); the tests do not need them.
+# more on one core) and the transformers of models/export_transformers.py (a BERT-style encoder
+# at 32 and 128 tokens, ViT-B/16; ~30 s); the tests do not need them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +38,9 @@ python="$venv_dir/bin/python"
 # PyTorch models with control flow, causal masks and recurrent layers, with ONNX Runtime's outputs.
 "$python" "$repo_root/models/export_graph_cases.py" --out "$out_dir" "${force[@]}"
 # int8 QDQ models made by onnxruntime's quantizer from the models above, with golden outputs.
+if [[ ${#extra[@]} -gt 0 ]]; then
+    "$python" "$repo_root/models/export_transformers.py" --out "$out_dir" "${force[@]}"
+fi
 "$python" "$repo_root/models/export_quantized.py" --models-dir "$out_dir" --out "$out_dir/int8" \
     --deps "${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}" "${force[@]}"
 
