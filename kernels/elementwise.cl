@@ -316,8 +316,8 @@ __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO*
 // ew_binary_chunk (-DEW_CHUNK=4|8|16): EW_CHUNK consecutive outputs per work-item when no input
 // is strided (modes 0, 1, 3) and every mode-3 block's INNER is a multiple of EW_CHUNK (or 1, with
 // COUNT a multiple): the broadcast operands' index is then computed once per chunk and the loop
-// vectorizes. On PoCL a
-// work-item per element paid ~1 ns per element for a [N,C,H,W] x [N,C,1,1] Mul.
+// vectorizes. On PoCL a work-item per element paid ~1 ns per element for a [N,C,H,W] x [N,C,1,1]
+// Mul.
 // A mode-3 block with INNER 1 (the output's last dims) steps along the chunk like a mode-0 operand
 // (the host then has COUNT a multiple of EW_CHUNK); any other stays at its chunk's first index.
 #define CHUNK_STEPS(mode, inner) ((mode) == 0 || ((mode) == 3 && (inner) == 1))

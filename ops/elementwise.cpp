@@ -109,26 +109,26 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   const bool divides = macro == "DIV" || macro == "MOD_INT" || macro == "MOD_TRUNC";
   const bool checked = inputs.size() == 2 && divides && is_integer(inputs[1].dtype);  // zero divisors
   // Chunks of 16, 8 or 4 outputs per work-item where no input is strided and every broadcast
-  // block divides evenly (kernels/elementwise.cl, ew_binary_chunk).
-  if (inputs.size() == 3 && !any_strided) {
-    for (int64_t chunk : {16, 8, 4}) {
-      bool fits = n % chunk == 0;
-      for (const auto& [inner, count] : blocks) fits &= inner % chunk == 0 || (inner == 1 && count % chunk == 0);
-      if (!fits) continue;
-      const size_t items = static_cast<size_t>(n / chunk);
-      ctx.launch(file, "ew_ternary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), {round_up(items, local)},
-                 {local}, inputs[0].mem, inputs[1].mem, inputs[2].mem, out.mem, n);
-      return;
+  // block divides evenly (kernels/elementwise.cl, ew_binary_chunk / ew_ternary_chunk); 0: none.
+  const int64_t chunk = [&]() -> int64_t {
+    if (any_strided) return 0;
+    for (int64_t c : {16, 8, 4}) {
+      bool fits = n % c == 0;
+      for (const auto& [inner, count] : blocks) fits &= inner % c == 0 || (inner == 1 && count % c == 0);
+      if (fits) return c;
     }
+    return 0;
+  }();
+  const std::vector<size_t> chunks{round_up(static_cast<size_t>(chunk ? n / chunk : 0), local)};
+  if (inputs.size() == 3 && chunk) {
+    ctx.launch(file, "ew_ternary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), chunks, {local},
+               inputs[0].mem, inputs[1].mem, inputs[2].mem, out.mem, n);
+    return;
   }
   if (inputs.size() == 2 && !any_strided && !checked) {
-    for (int64_t chunk : {16, 8, 4}) {
-      bool fits = n % chunk == 0;
-      for (const auto& [inner, count] : blocks) fits &= inner % chunk == 0 || (inner == 1 && count % chunk == 0);
-      if (!fits) continue;
-      const size_t items = static_cast<size_t>(n / chunk);
-      ctx.launch(file, "ew_binary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), {round_up(items, local)},
-                 {local}, inputs[0].mem, inputs[1].mem, out.mem, n);
+    if (chunk) {
+      ctx.launch(file, "ew_binary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), chunks, {local},
+                 inputs[0].mem, inputs[1].mem, out.mem, n);
       return;
     }
     // Else a row per work-item where every broadcast block has the same inner extent (7x7

@@ -409,7 +409,7 @@ void softmax_build(BuildContext& ctx) {
                                    ? " -DEXP_ONCE"
                                    : "";
   // CPU devices, contiguous rows: a row per work-item in vectors (softmax_rows_vec; a GPT-style
-  // decoder's [4,64,64] attention softmax 108 -> see docs/performance.md).
+  // decoder's [4,64,64] attention softmax 108 -> 13 us on PoCL, docs/performance.md).
   if (g.inner == 1 && g.len >= 4 && macro != "HARDMAX" && ctx.input(0).dtype != DType::Float64 &&
       ctx.caps().cpu_shaped()) {
     const int vw = g.len >= 16 ? 16 : g.len >= 8 ? 8 : 4;
