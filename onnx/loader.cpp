@@ -548,6 +548,7 @@ Graph load_onnx(const void* data, size_t size, const std::string& model_dir, uin
                                       std::to_string(kMaxOpset));
   Graph g = load_graph(*mp.mutable_graph(), nullptr, st, "");
   g.ir_version = mp.ir_version();
+  g.constant_bytes = st.total;
   g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
   return g;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -88,30 +89,64 @@ struct Session::Impl {
     if (options.log) options.log(s);
   }
 
-  // Picks the device and the memory limit (before the model is read: the loader checks against it).
-  void open_device() {
-    std::string spec = options.device;
-    if (spec.empty())
-      if (const char* env = std::getenv("OCL_INFER_DEVICE"); env && *env) spec = env;
-    device = oi::select_device(spec);
+  // The memory limit the loader checks the model's constants against while the device is still
+  // being opened: the explicit one, else the host memory usable by this process (a CPU device
+  // allocates all of its memory from the host; PoCL reports a global memory derived from the
+  // host's and allocates lazily). Keeps a margin for what the process needs besides the plan
+  // (the driver, kernel compilation, host copies of inputs and outputs).
+  void host_memory_limit() {
     if (options.max_memory_bytes > 0) {
       memory_limit = options.max_memory_bytes;
       memory_limit_source = "set by --max-memory / SessionOptions::max_memory_bytes";
       return;
     }
-    memory_limit = device.info.global_mem_bytes;
-    memory_limit_source = "the device's global memory";
-    // The host holds the model too, and a CPU device allocates all of its memory from the host
-    // (PoCL reports a global memory derived from the host's and allocates lazily).
-    // Keep a margin for what the process needs besides the plan (the driver, kernel compilation,
-    // host copies of inputs and outputs).
     const oi::HostMemory host = oi::host_memory();
     const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, host.available / 10);
-    const uint64_t usable = host.available > margin ? host.available - margin : host.available / 2;
-    if (usable < memory_limit) {
-      memory_limit = usable;
-      memory_limit_source = "host memory available to this process (" + host.limited_by + ", less a margin)";
+    memory_limit = host.available > margin ? host.available - margin : host.available / 2;
+    memory_limit_source = "host memory available to this process (" + host.limited_by + ", less a margin)";
+  }
+
+  // Picks the device; an implicit memory limit becomes the smaller of the host's and the device's
+  // global memory.
+  void open_device() {
+    std::string spec = options.device;
+    if (spec.empty())
+      if (const char* env = std::getenv("OCL_INFER_DEVICE"); env && *env) spec = env;
+    device = oi::select_device(spec);
+    if (options.max_memory_bytes > 0) return;
+    if (device.info.global_mem_bytes < memory_limit) {
+      memory_limit = device.info.global_mem_bytes;
+      memory_limit_source = "the device's global memory";
     }
+  }
+
+  // Opens the device on a second thread while `load` reads the model on this one: PoCL's platform
+  // start-up (20-35 ms, most of it relocating LLVM) and the parse of a CNN's protobuf (10-25 ms)
+  // are both single-threaded. The model is read on the calling thread because its allocations
+  // belong in the main heap (the CLI prepares that heap for the model: tools/ocl_infer_main.cpp;
+  // on a thread's own heap the same load took 2-3x as long). The loader checks against the host's
+  // limit; the device's, when smaller, is checked once both are done. A device error wins over a
+  // model error.
+  template <class Load>
+  void open_device_and_load(Load load) {
+    host_memory_limit();
+    const uint64_t load_limit = memory_limit;
+    auto opening = std::async(std::launch::async, [this] { open_device(); });
+    const auto t0 = std::chrono::steady_clock::now();
+    Graph g;
+    try {
+      g = load(load_limit);
+    } catch (...) {
+      opening.get();  // a device error first
+      throw;
+    }
+    const double load_ms = ms_since(t0);
+    opening.get();
+    if (g.constant_bytes > memory_limit)
+      throw ModelError("the model's constants take " + std::to_string(g.constant_bytes) +
+                       " bytes, beyond the memory limit of " + std::to_string(memory_limit) + " bytes (" +
+                       memory_limit_source + ")");
+    init(std::move(g), load_ms);
   }
 
   void init(Graph g, double load_ms) {
@@ -467,10 +502,7 @@ Session::~Session() = default;
 Session Session::from_file(const std::string& path, const SessionOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->open_device();
-  auto t0 = std::chrono::steady_clock::now();
-  Graph g = oi::load_onnx_file(path, impl->memory_limit);
-  impl->init(std::move(g), ms_since(t0));
+  impl->open_device_and_load([&path](uint64_t limit) { return oi::load_onnx_file(path, limit); });
   return Session(std::move(impl));
 }
 
@@ -478,10 +510,8 @@ Session Session::from_memory(const void* data, size_t size, const SessionOptions
                              const std::string& model_dir) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->open_device();
-  auto t0 = std::chrono::steady_clock::now();
-  Graph g = oi::load_onnx(data, size, model_dir, impl->memory_limit);
-  impl->init(std::move(g), ms_since(t0));
+  impl->open_device_and_load(
+      [data, size, &model_dir](uint64_t limit) { return oi::load_onnx(data, size, model_dir, limit); });
   return Session(std::move(impl));
 }
 

@@ -93,6 +93,7 @@ struct Graph {
   std::map<std::string, int> opsets;  // domain -> version
   std::string producer;               // producer_name + version, for messages
   int64_t ir_version = 0;
+  uint64_t constant_bytes = 0;  // bytes of the initializers the loader read (the model's graph only)
   // Subgraphs only: values this graph reads from enclosing scopes (no producer, no data here).
   // Every subgraph attribute of a node has the same captures, in the same order, and the node
   // lists the enclosing scope's values for them as its last inputs, after its ONNX inputs: so
