@@ -28,6 +28,7 @@
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   VNNI conv (x86 AVX-512 VNNI, see below): -DQVNNI -DOWB=n -DOCV=1|2|4, the window, -DX_SIGNED
 //         for int8 inputs
+//   VNNI matmul: -DQMVNNI -DNBV=1|2|4 -DMB=n, -DX_SIGNED for int8 inputs
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
 //         GPU-shaped one
 #include "epilogue.cl"
@@ -550,9 +551,18 @@ __kernel void qconv_depthwise_padded(__global const PT* restrict Xp, __global co
 #define NBLK ((OUT_W + OWB - 1) / OWB)
 #define PW (NBLK * OWB * SW + (KW - 1) * DW)
 #define RING ((KH - 1) * DH + 1)
-#define DW_SLOT(ih) (((ih) % RING + RING) % RING)
-// Input row ih into ring slot `slot`: columns [PAD_W, PAD_W + IN_W) from the row, zeros around.
-static inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih, int H, float x_zero) {
+// Ring slot of input row ih (ih >= -pad_h): RING consecutive rows take RING distinct slots.
+#define DW_SLOT(ih) (((ih) + pad_h) % RING)
+// A row is converted 16 values at a time (CPY_W values, over-reading past the row where the
+// buffer goes on: the next row's values land in the right padding, which is zeroed after); a
+// ring row holds RPW floats so that those stores stay inside it. Converting element by element
+// had cost 3x the float32 kernel's time on 14- and 7-pixel rows.
+#define CPY_W ((IN_W + 15) / 16 * 16)
+#define RPW (PAD_W + CPY_W > PW ? PAD_W + CPY_W : PW)
+// Input row ih into ring row `dst`: columns [PAD_W, PAD_W + IN_W) from the row, zeros around.
+// `overread_ok`: CPY_W values from the row's start lie inside the input buffer.
+static inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih, int H, float x_zero,
+                               bool overread_ok) {
   if (ih < 0 || ih >= H) {
     for (int i = 0; i < PW; ++i) dst[i] = 0.0f;
     return;
@@ -560,11 +570,15 @@ static inline void dw_ring_row(float* dst, const __global XT* restrict x, int ih
   const __global XT* src = x + (long)ih * IN_W;
 #pragma unroll
   for (int i = 0; i < PAD_W && i < PW; ++i) dst[i] = 0.0f;
-  int i = 0;
-  for (; i + 16 <= IN_W && PAD_W + i + 16 <= PW; i += 16)
-    vstore16(convert_float16(vload16(0, src + i)) - x_zero, 0, dst + PAD_W + i);
-  for (; i < IN_W && PAD_W + i < PW; ++i) dst[PAD_W + i] = (float)src[i] - x_zero;
-  for (i = PAD_W + IN_W; i < PW; ++i) dst[i] = 0.0f;
+  if (overread_ok) {
+#pragma unroll
+    for (int i = 0; i < CPY_W; i += 16) vstore16(convert_float16(vload16(0, src + i)) - x_zero, 0, dst + PAD_W + i);
+  } else {
+    int i = 0;
+    for (; i + 16 <= IN_W; i += 16) vstore16(convert_float16(vload16(0, src + i)) - x_zero, 0, dst + PAD_W + i);
+    for (; i < IN_W; ++i) dst[PAD_W + i] = (float)src[i] - x_zero;
+  }
+  for (int i = PAD_W + IN_W; i < PW; ++i) dst[i] = 0.0f;
 }
 
 __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const float* restrict Wp_,
@@ -576,7 +590,8 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
   const int oh_end = min(OH, oh0 + rows), nc_end = min(planes, nc0 + chans);
   const float x_zero = (float)xz[0];
   OUT_PARAMS
-  float ring[RING * PW];
+  float ring[RING * RPW];
+  const long buffer_end = (long)planes * H * IN_W;  // the input's values
   for (int nc = nc0; nc < nc_end; ++nc) {
     const int c = nc % C;
     const __global XT* x = X + (long)nc * H * IN_W;
@@ -585,7 +600,7 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
     for (int oh = oh0; oh < oh_end; ++oh) {
       const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;
       for (int ih = max(next, first); ih <= last; ++ih)
-        dw_ring_row(ring + DW_SLOT(ih) * PW, x, ih, H, x_zero);
+        dw_ring_row(ring + DW_SLOT(ih) * RPW, x, ih, H, x_zero, ((long)nc * H + ih) * IN_W + CPY_W <= buffer_end);
       next = last + 1;
       __global YT* yrow = Y + (long)nc * OH * OUT_W + (long)oh * OUT_W;
 #pragma unroll
@@ -594,7 +609,7 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
         dvec acc = (dvec)0.0f;
 #pragma unroll
         for (int kh = 0; kh < KH; ++kh) {
-          const float* xr = ring + DW_SLOT(first + kh * DH) * PW + ow0 * SW;
+          const float* xr = ring + DW_SLOT(first + kh * DH) * RPW + ow0 * SW;
 #pragma unroll
           for (int kw = 0; kw < KW; ++kw) acc = fma(DW_LOAD(xr + kw * DW), (dvec)(wk[kh * KW + kw]), acc);
         }
@@ -893,6 +908,105 @@ __kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uin
 }
 #endif  // PXV
 #endif  // QVNNI
+
+// Matrix product on x86 AVX-512 VNNI (-DQMVNNI, see qconv_vnni above for the arithmetic):
+// Y[b] = A[b] (M x K, rows at a_off[b]) x B[b_index[b]], B constant and packed as Bq
+// [count][blocks][K4][NBV] int16 vectors (lane l of vector v: column 16 * (NBV * block + v) + l,
+// its 4 bytes the signed w' = w - w_zero of rows 4*k4 .. 4*k4+3; 0 past K and past N) with
+// bsum[count][N] each column's sum of w'. A's 4 bytes of a row are one unsigned dword (signed
+// inputs with their top bit flipped: + 128), the row's last partial group read byte by byte with
+// 0 past K (whose weights are 0). A work-item computes MB rows x NBV * 16 columns.
+// Global: (blocks, ceil(M / MB), batch); `offs` holds per batch a_off, b_index.
+#if defined(QMVNNI) && !defined(PACK_WEIGHTS)
+#ifdef X_SIGNED
+#define QM_FLIP 0x80808080u
+#define QM_U8(v) ((uint)((int)(v) + 128))
+#else
+#define QM_FLIP 0u
+#define QM_U8(v) ((uint)(v))
+#endif
+#define QM_DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
+__kernel void qmatmul_vnni(__global const XT* restrict A, __global const int16* restrict Bq,
+                           __global const int* restrict bsum, __global const int* restrict bias,
+                           __global const float* xs, __global const XT* az, __global const float* ws,
+                           __global const float* ys, __global const YT* yzp, __global YT* restrict Y,
+                           __global const long* offs, int M, int N, int K, int blocks) {
+  const int nb = get_global_id(0), m0 = get_global_id(1) * MB, bt = get_global_id(2);
+  if (nb >= blocks || m0 >= M) return;
+  const int K4 = (K + 3) / 4, Kf = K / 4;  // groups of 4 rows of B; whole groups
+  const __global uchar* a = (const __global uchar*)(A + offs[2 * bt]);
+  Bq += (offs[2 * bt + 1] * blocks + nb) * (long)K4 * NBV;
+  bsum += offs[2 * bt + 1] * N;
+  long row[MB];
+#pragma unroll
+  for (int i = 0; i < MB; ++i) row[i] = (long)min(m0 + i, M - 1) * K;
+  int16 acc[MB * NBV];
+#pragma unroll
+  for (int i = 0; i < MB * NBV; ++i) acc[i] = (int16)0;
+  for (int k4 = 0; k4 < Kf; ++k4) {
+    int16 w[NBV];
+#pragma unroll
+    for (int v = 0; v < NBV; ++v) w[v] = Bq[k4 * NBV + v];
+#pragma unroll
+    for (int i = 0; i < MB; ++i) {
+      const int16 x = (int16)((int)(as_uint(vload4(0, a + row[i] + 4 * k4)) ^ QM_FLIP));
+#pragma unroll
+      for (int v = 0; v < NBV; ++v) QM_DPBUSD(acc[i * NBV + v], x, w[v]);
+    }
+  }
+  if (Kf < K4) {
+    int16 w[NBV];
+#pragma unroll
+    for (int v = 0; v < NBV; ++v) w[v] = Bq[Kf * NBV + v];
+#pragma unroll
+    for (int i = 0; i < MB; ++i) {
+      uint u = 0;
+      for (int q = 0; q < K - 4 * Kf; ++q) u |= QM_U8(((const __global XT*)a)[row[i] + 4 * Kf + q]) << (8 * q);
+      const int16 x = (int16)((int)u);
+#pragma unroll
+      for (int v = 0; v < NBV; ++v) QM_DPBUSD(acc[i * NBV + v], x, w[v]);
+    }
+  }
+
+  // sum (x - x_zero) w' = sum u w' - z sum w' (u, z: the unsigned input and zero point).
+  OUT_PARAMS
+  const int z = (int)QM_U8(az[0]);
+#pragma clang loop unroll(disable)
+  for (int v = 0; v < NBV; ++v) {
+    const int n0 = (nb * NBV + v) * 16;
+    const int cols = min(16, N - n0);
+    if (cols <= 0) break;
+    int ov[16];
+    float mv[16];
+    for (int l = 0; l < 16; ++l) {
+      const int n = n0 + min(l, cols - 1);
+      ov[l] = BIAS(n) - z * bsum[n];
+      mv[l] = MULT(n);
+    }
+    const int16 col_offs = vload16(0, ov);
+#pragma unroll
+    for (int i = 0; i < MB; ++i) {
+      if (m0 + i >= M) continue;
+      __global YT* y = Y + (long)bt * M * N + (long)(m0 + i) * N + n0;
+      const int16 t = acc[i * NBV + v] + col_offs;
+#if defined(OUT_I32)
+      if (cols == 16) {
+        vstore16(t, 0, y);
+        continue;
+      }
+#elif defined(VEC_FINISH)
+      if (cols == 16) {
+        FINISH_VEC(16, y, 0, t, 0, vload16(0, mv));
+        continue;
+      }
+#endif
+      int r[16];
+      vstore16(t, 0, r);
+      for (int l = 0; l < cols; ++l) FINISH(y, l, r[l], 0, mv[l]);
+    }
+  }
+}
+#endif  // QMVNNI
 
 // ---- matrix product -------------------------------------------------------------------------
 #if defined(NB) && !defined(PACK_WEIGHTS)

@@ -524,6 +524,88 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
   }
 }
 
+// The VNNI product (qgemm=vnni, the default on AVX-512 VNNI CPUs for constant B): int8 and uint8
+// inputs, K with and without a partial group of 4, one row (a classifier) and row counts past the
+// register block, B per batch, the extreme values (sums near the kernel's limit), and uint8 B whose
+// b - b_zero leaves the signed byte range (another variant, the same results). QLinearMatMul and
+// MatMulInteger of the same constant B, against the integer reference.
+TEST(Quant, VnniMatMulMatchesReference) {
+  const bool vnni = expect_vnni();
+  std::mt19937 rng(23);
+  struct Case {
+    int64_t batch, M, K, N;
+    bool b_batched;  // B [batch][K][N] instead of [K][N]
+    DType at, bt;
+    bool extremes, b_fits;
+    const char* variant;
+  };
+  const Case cases[] = {
+      {1, 1, 1280, 1000, false, DType::UInt8, DType::Int8, false, true, ""},
+      {1, 1, 1280, 40, false, DType::Int8, DType::Int8, true, true, ""},
+      {2, 9, 18, 33, true, DType::Int8, DType::UInt8, false, true, "qgemm=vnni:nbv=4,mb=1"},
+      {1, 5, 7, 17, false, DType::UInt8, DType::UInt8, false, true, "qgemm=vnni:nbv=1,mb=8"},
+      {3, 4, 64, 16, false, DType::UInt8, DType::Int8, true, true, "qgemm=vnni:nbv=2,mb=2"},
+      {1, 3, 20, 24, false, DType::UInt8, DType::UInt8, false, false, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("batch=" + std::to_string(c.batch) + " M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) +
+                 " N=" + std::to_string(c.N) + (c.b_batched ? " batched B" : "") + (c.extremes ? " extremes" : "") +
+                 (c.b_fits ? "" : " (B beyond int8)") + " " + c.variant);
+    const std::vector<int64_t> bshape = c.b_batched ? std::vector<int64_t>{c.batch, c.K, c.N} : std::vector<int64_t>{c.K, c.N};
+    Tensor a = random_q(c.at, {c.batch, c.M, c.K}, rng);
+    Tensor b = random_q(c.bt, bshape, rng);
+    std::vector<float> bs(static_cast<size_t>(c.N));
+    Tensor bz(c.bt, {c.N});
+    for (int64_t n = 0; n < c.N; ++n) {
+      bs[static_cast<size_t>(n)] = 0.0005f + 0.0001f * static_cast<float>(n % 11);
+      seti(bz, n, c.bt == DType::Int8 ? (c.extremes ? 0 : n % 3 - 1) : 120 + n % 9);
+    }
+    for (int64_t i = 0; i < b.numel(); ++i) {
+      const int z = static_cast<int>(geti(bz, i % c.N));
+      if (c.extremes) seti(b, i, rng() % 2 ? qhi(c.bt) : (c.bt == DType::Int8 ? -127 : qlo(c.bt)));
+      else seti(b, i, std::clamp(z - 128 + static_cast<int>(rng() % 256), qlo(c.bt), qhi(c.bt)));
+    }
+    if (!c.b_fits) seti(b, 0, 255);  // 255 - 120 = 135: beyond a signed byte
+    if (c.extremes)
+      for (int64_t i = 0; i < a.numel(); ++i) seti(a, i, rng() % 2 ? qhi(c.at) : qlo(c.at));
+    const int az = c.at == DType::UInt8 ? 100 : -7, yz = 3;
+    const float as = 0.05f, ys = 0.9f;
+    ModelBuilder m(13);
+    m.input("a", c.at, {c.batch, c.M, c.K})
+        .initializer("as", scalar_f(as))
+        .initializer("az", scalar_q(c.at, az))
+        .initializer("b", b)
+        .initializer("bs", floats(bs))
+        .initializer("bz", bz)
+        .initializer("ys", scalar_f(ys))
+        .initializer("yz", scalar_q(DType::UInt8, yz));
+    m.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"});
+    m.node("MatMulInteger", {"a", "b", "az", "bz"}, {"acc"});
+    m.output("y").output("acc");
+    Tensor want(DType::UInt8, {c.batch, c.M, c.N}), want_acc(DType::Int32, {c.batch, c.M, c.N});
+    for (int64_t t = 0; t < c.batch; ++t)
+      for (int64_t i = 0; i < c.M; ++i)
+        for (int64_t n = 0; n < c.N; ++n) {
+          const int64_t b0 = c.b_batched ? t * c.K * c.N : 0, row = t * c.M + i;
+          int64_t acc = 0;
+          for (int64_t k = 0; k < c.K; ++k) acc += (geti(a, row * c.K + k) - az) * (geti(b, b0 + k * c.N + n) - geti(bz, n));
+          seti(want_acc, row * c.N + n, acc);
+          seti(want, row * c.N + n, requant_ref(acc, as, bs[static_cast<size_t>(n)], ys, yz, DType::UInt8, false));
+        }
+    ocl_infer::SessionOptions opt;
+    opt.kernel_variants = c.variant;
+    opt.profiling = true;
+    auto s = open_session(m, opt);
+    auto out = s.run({{"a", a}});
+    int64_t first = -1;
+    EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
+    EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "MatMulInteger, first at " << first;
+    int used = 0;
+    for (const auto& r : s.profile()) used += r.kernel == "quant:qmatmul_vnni";
+    EXPECT_EQ(used, vnni && c.b_fits ? 2 : 0) << "launches of qmatmul_vnni (QLinearMatMul and MatMulInteger)";
+  }
+}
+
 TEST(Quant, DynamicQuantizeLinearMatchesSpec) {
   std::mt19937 rng(2);
   for (int64_t n : {1, 100, 70001}) {
