@@ -160,7 +160,9 @@ struct SessionOptions {
   // Memory the session may use, in bytes: every size that comes from the model (constants, each
   // value's shape) and the plan's device memory (activations + weights + scratch) are checked
   // against it before anything is allocated. 0: the device's global memory, or the memory the host
-  // can still give this process (MemAvailable, the cgroup limit, RLIMIT_AS) when that is less.
+  // can still give this process (MemAvailable, the cgroup limit, RLIMIT_AS) when that is less (the
+  // model is read while the device opens: its constants are checked against the host's share as
+  // they are read, and against the device's once it is open).
   uint64_t max_memory_bytes = 0;
   // Forces kernel variants, for tests, comparisons and tuning experiments:
   // "family=variant[:param=value,...];..." e.g. "conv=packed:ocb=8,owb=4;gemm=packed:mr=4" (see

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "ocl_infer/ocl_infer.hpp"
 #include "onnx/loader.hpp"
@@ -131,17 +132,22 @@ struct Session::Impl {
   void open_device_and_load(Load load) {
     host_memory_limit();
     const uint64_t load_limit = memory_limit;
-    auto opening = std::async(std::launch::async, [this] { open_device(); });
+    std::future<void> opening;
+    try {
+      opening = std::async(std::launch::async, [this] { open_device(); });
+    } catch (const std::system_error&) {
+      open_device();  // no thread to be had: one after the other
+    }
     const auto t0 = std::chrono::steady_clock::now();
     Graph g;
     try {
       g = load(load_limit);
     } catch (...) {
-      opening.get();  // a device error first
+      if (opening.valid()) opening.get();  // a device error first
       throw;
     }
     const double load_ms = ms_since(t0);
-    opening.get();
+    if (opening.valid()) opening.get();
     if (g.constant_bytes > memory_limit)
       throw ModelError("the model's constants take " + std::to_string(g.constant_bytes) +
                        " bytes, beyond the memory limit of " + std::to_string(memory_limit) + " bytes (" +
