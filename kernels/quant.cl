@@ -698,12 +698,19 @@ __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qconv_tiled(
 //   sum (x - x_zero) * w'  =  sum u * w'  -  z * sum w'
 // where every position outside the input (padding) and every channel past C_g holds z, so that
 // their products cancel exactly; the host keeps sum |u * w'| below 2^30.
-#if defined(QVNNI) && !defined(PACK_WEIGHTS)
+// U8: an input value as the unsigned byte u; X_FLIP: the same for 4 bytes of a dword at once
+// (the top bit of each flipped). Shared with qmatmul_vnni below.
+#if (defined(QVNNI) || defined(QMVNNI)) && !defined(PACK_WEIGHTS)
 #ifdef X_SIGNED
 #define U8(v) ((uint)((int)(v) + 128))
+#define X_FLIP 0x80808080u
 #else
 #define U8(v) ((uint)(v))
+#define X_FLIP 0u
 #endif
+#define DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
+#endif
+#if defined(QVNNI) && !defined(PACK_WEIGHTS)
 
 // X [N][G*C_g][D][H][W] -> Xp [N*G][C4][Dp][Hp][Wp] uints, byte q of a uint from channel 4*c4+q;
 // padded coordinates (the padding before the input is pad_*, the extents Dp/Hp/Wp cover every
@@ -750,7 +757,6 @@ __kernel void qvnni_pack_input(__global const XT* restrict X, __global const XT*
   }
 }
 
-#define DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
 
 // A work-item computes OCV x 16 output channels x OWB pixels of one output row. Wq
 // [G][oc_blocks][C4][KD][KH][KW][OCV] int16 vectors (lane l of vector v: output channel
@@ -918,14 +924,6 @@ __kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uin
 // 0 past K (whose weights are 0). A work-item computes MB rows x NBV * 16 columns.
 // Global: (blocks, ceil(M / MB), batch); `offs` holds per batch a_off, b_index.
 #if defined(QMVNNI) && !defined(PACK_WEIGHTS)
-#ifdef X_SIGNED
-#define QM_FLIP 0x80808080u
-#define QM_U8(v) ((uint)((int)(v) + 128))
-#else
-#define QM_FLIP 0u
-#define QM_U8(v) ((uint)(v))
-#endif
-#define QM_DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
 __kernel void qmatmul_vnni(__global const XT* restrict A, __global const int16* restrict Bq,
                            __global const int* restrict bsum, __global const int* restrict bias,
                            __global const float* xs, __global const XT* az, __global const float* ws,
@@ -949,9 +947,9 @@ __kernel void qmatmul_vnni(__global const XT* restrict A, __global const int16* 
     for (int v = 0; v < NBV; ++v) w[v] = Bq[k4 * NBV + v];
 #pragma unroll
     for (int i = 0; i < MB; ++i) {
-      const int16 x = (int16)((int)(as_uint(vload4(0, a + row[i] + 4 * k4)) ^ QM_FLIP));
+      const int16 x = (int16)((int)(as_uint(vload4(0, a + row[i] + 4 * k4)) ^ X_FLIP));
 #pragma unroll
-      for (int v = 0; v < NBV; ++v) QM_DPBUSD(acc[i * NBV + v], x, w[v]);
+      for (int v = 0; v < NBV; ++v) DPBUSD(acc[i * NBV + v], x, w[v]);
     }
   }
   if (Kf < K4) {
@@ -961,16 +959,16 @@ __kernel void qmatmul_vnni(__global const XT* restrict A, __global const int16* 
 #pragma unroll
     for (int i = 0; i < MB; ++i) {
       uint u = 0;
-      for (int q = 0; q < K - 4 * Kf; ++q) u |= QM_U8(((const __global XT*)a)[row[i] + 4 * Kf + q]) << (8 * q);
+      for (int q = 0; q < K - 4 * Kf; ++q) u |= U8(((const __global XT*)a)[row[i] + 4 * Kf + q]) << (8 * q);
       const int16 x = (int16)((int)u);
 #pragma unroll
-      for (int v = 0; v < NBV; ++v) QM_DPBUSD(acc[i * NBV + v], x, w[v]);
+      for (int v = 0; v < NBV; ++v) DPBUSD(acc[i * NBV + v], x, w[v]);
     }
   }
 
   // sum (x - x_zero) w' = sum u w' - z sum w' (u, z: the unsigned input and zero point).
   OUT_PARAMS
-  const int z = (int)QM_U8(az[0]);
+  const int z = (int)U8(az[0]);
 #pragma clang loop unroll(disable)
   for (int v = 0; v < NBV; ++v) {
     const int n0 = (nb * NBV + v) * 16;
