@@ -710,63 +710,103 @@ __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qconv_tiled(
 #endif
 #define DPBUSD(acc, x, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
 #endif
+// MADD(x, w): vpmaddwd of two short16 (8 lanes of two 16-bit values each): per lane
+// x.lo * w.lo + x.hi * w.hi, exact in 32 bits. For qconv_madd_pw and the QPAIRS conv.
+#if (defined(QPAIRS) || defined(QMADD)) && !defined(PACK_WEIGHTS)
+#ifdef X86_MADD
+// x86 with AVX2 (-DX86_MADD, PoCL on this host): the instruction itself. Written as C, LLVM 15
+// matched each half of the pair separately (two vpmaddwd with blends, 2.5x slower).
+static inline int8 madd_x86(short16 x, short16 w) {
+  int8 r;
+  __asm__("vpmaddwd %2, %1, %0" : "=v"(r) : "v"(x), "v"(w));
+  return r;
+}
+#define MADD(x, w) madd_x86(x, w)
+#else
+#define MADD(x, w) \
+  (convert_int8((x).even) * convert_int8((w).even) + convert_int8((x).odd) * convert_int8((w).odd))
+#endif
+#endif
 #if defined(QVNNI) && !defined(PACK_WEIGHTS)
+// -DQPAIRS: the same kernels with 2 input channels per 32-bit lane as 16-bit halves (u and the
+// weight w', |w'| <= 255, any 8-bit weights) and vpmaddwd for CPUs without VNNI (x86 AVX2), whose
+// vectors are 8 lanes (VL); else 4 channels per lane as bytes, 16 lanes. Exact alike: the host
+// keeps sum |u * w'| below 2^31.
+// The kernels' names say which: qmadd_pack_input and qconv_madd with QPAIRS (each kernel's name
+// written out, for the program bundler's scan of the source).
+#ifdef QPAIRS
+#define GRP 2
+#define VL 8
+#define DOT(acc, x, w) ((acc) += MADD(as_short16(x), as_short16(w)))
+#else
+#define GRP 4
+#define VL 16
+#define DOT(acc, x, w) DPBUSD(acc, x, w)
+#endif
+#define lvec CAT(int, VL)
+#define lfvec CAT(float, VL)
 
-// X [N][G*C_g][D][H][W] -> Xp [N*G][C4][Dp][Hp][Wp] uints, byte q of a uint from channel 4*c4+q;
-// padded coordinates (the padding before the input is pad_*, the extents Dp/Hp/Wp cover every
-// read of qconv_vnni). A work-item packs 16 consecutive columns, as vectors where all of them
-// and all 4 channels are inside the input (one column per work-item cost 2.5 ns per column).
-// Global: (ceil(Wp/16), Dp*Hp, N*G*C4).
-__kernel void qvnni_pack_input(__global const XT* restrict X, __global const XT* xz, __global uint* restrict Xp,
-                               int C_g, int D, int H, int W, int C4, int Dp, int Hp, int Wp, int pad_d, int pad_h,
-                               int pad_w) {
+// X [N][G*C_g][D][H][W] -> Xp [N*G][CG][Dp][Hp][Wp] uints, part q of a uint (a byte, or a 16-bit
+// half with QPAIRS) from channel GRP*cg+q; padded coordinates (the padding before the input is
+// pad_*, the extents Dp/Hp/Wp cover every read of qconv_vnni). A work-item packs 16 consecutive
+// columns, as vectors where all of them and all GRP channels are inside the input (one column per
+// work-item cost 2.5 ns per column). Global: (ceil(Wp/16), Dp*Hp, N*G*CG).
+#define PACK_INPUT_PARAMS                                                                                \
+  __global const XT *restrict X, __global const XT *xz, __global uint *restrict Xp, int C_g, int D, int H, int W, \
+      int CG, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w
+__attribute__((always_inline)) static inline void pack_input(PACK_INPUT_PARAMS) {
   const int x0 = get_global_id(0) * 16, dh = get_global_id(1), ngc = get_global_id(2);
   if (x0 >= Wp || dh >= Dp * Hp) return;
-  const int c4 = ngc % C4, ng = ngc / C4;
+  const int cg = ngc % CG, ng = ngc / CG;
   const int dd = dh / Hp, hh = dh % Hp;
   const int id = dd - pad_d, ih = hh - pad_h, iw0 = x0 - pad_w;
   const uint z = U8(xz[0]);
   const long plane = (long)D * H * W;
-  const int here = min(4, C_g - c4 * 4);
+  const int here = min(GRP, C_g - cg * GRP);
   __global uint* dst = Xp + (((long)ngc * Dp + dd) * Hp + hh) * Wp + x0;
   const bool row = id >= 0 && id < D && ih >= 0 && ih < H;
-  const __global XT* src = X + ((long)ng * C_g + c4 * 4) * plane + ((long)id * H + ih) * W;
-  if (row && here == 4 && iw0 >= 0 && iw0 + 16 <= W && x0 + 16 <= Wp) {
+  const __global XT* src = X + ((long)ng * C_g + cg * GRP) * plane + ((long)id * H + ih) * W;
+  if (row && here == GRP && iw0 >= 0 && iw0 + 16 <= W && x0 + 16 <= Wp) {
     uint16 v = (uint16)0;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < GRP; ++q) {
 #ifdef X_SIGNED
       const uint16 u = convert_uint16(convert_int16(vload16(0, src + q * plane + iw0)) + 128);
 #else
       const uint16 u = convert_uint16(vload16(0, src + q * plane + iw0));
 #endif
-      v |= u << (uint)(8 * q);
+      v |= u << (uint)(32 / GRP * q);
     }
     vstore16(v, 0, dst);
     return;
   }
   for (int t = 0; t < 16 && x0 + t < Wp; ++t) {
     const int iw = iw0 + t;
-    uint v = z * 0x01010101u;
-    if (row && iw >= 0 && iw < W) {
-      v = 0;
+    const bool inside = row && iw >= 0 && iw < W;
+    uint v = 0;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v |= (q < here ? U8(src[q * plane + iw]) : z) << (8 * q);
-    }
+    for (int q = 0; q < GRP; ++q) v |= (inside && q < here ? U8(src[q * plane + iw]) : z) << (32 / GRP * q);
     dst[t] = v;
   }
 }
+#define PACK_INPUT_ARGS X, xz, Xp, C_g, D, H, W, CG, Dp, Hp, Wp, pad_d, pad_h, pad_w
+#ifdef QPAIRS
+__kernel void qmadd_pack_input(PACK_INPUT_PARAMS) { pack_input(PACK_INPUT_ARGS); }
+#else
+__kernel void qvnni_pack_input(PACK_INPUT_PARAMS) { pack_input(PACK_INPUT_ARGS); }
+#endif
 
 
-// A work-item computes OCV x 16 output channels x OWB pixels of one output row. Wq
-// [G][oc_blocks][C4][KD][KH][KW][OCV] int16 vectors (lane l of vector v: output channel
-// 16*(OCV*block + v) + l, its 4 bytes the weights of channels 4*c4..4*c4+3); wsum[m] = sum of
-// output channel m's w'. Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH).
-__kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16* restrict Wq,
-                         __global const int* restrict wsum, __global const int* restrict bias,
-                         __global const float* xs, __global const XT* xz, __global const float* ws,
-                         __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C4, int Dp,
-                         int Hp, int Wp, int M_g, int OD, int OH, int OW, int G, int oc_blocks) {
+// A work-item computes OCV x VL output channels x OWB pixels of one output row. Wq
+// [G][oc_blocks][CG][KD][KH][KW][OCV] vectors of VL lanes (lane l of vector v: output channel
+// VL*(OCV*block + v) + l, its GRP parts the weights of channels GRP*cg..GRP*cg+GRP-1); wsum[m] =
+// sum of output channel m's w'. Global: (oc_blocks, ceil(OW/OWB), N*G*OD*OH).
+#define GROUPED_CONV_PARAMS                                                                                     \
+  __global const uint *restrict Xp, __global const lvec *restrict Wq, __global const int *restrict wsum,             \
+      __global const int *restrict bias, __global const float *xs, __global const XT *xz, __global const float *ws, \
+      __global const float *ys, __global const YT *yzp, __global YT *restrict Y, int CG, int Dp, int Hp, int Wp,     \
+      int M_g, int OD, int OH, int OW, int G, int oc_blocks
+__attribute__((always_inline)) static inline void grouped_conv(GROUPED_CONV_PARAMS) {
   const int ob = get_global_id(0);
   const int ow0 = get_global_id(1) * OWB;
   if (ob >= oc_blocks || ow0 >= OW) return;
@@ -775,35 +815,35 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
   const int od = odh / OH, oh = odh % OH;
   const int ng = get_global_id(2) / ohw;
   const int g = ng % G, n = ng / G;
-  Xp += (long)ng * C4 * Dp * Hp * Wp;
-  Wq += ((long)g * oc_blocks + ob) * C4 * (KD * KH * KW * OCV);
+  Xp += (long)ng * CG * Dp * Hp * Wp;
+  Wq += ((long)g * oc_blocks + ob) * CG * (KD * KH * KW * OCV);
 
-  int16 acc[OCV * OWB];
+  lvec acc[OCV * OWB];
 #pragma unroll
-  for (int i = 0; i < OCV * OWB; ++i) acc[i] = (int16)0;
+  for (int i = 0; i < OCV * OWB; ++i) acc[i] = (lvec)0;
   const int id0 = od * SD, ih0 = oh * SH, iw0 = ow0 * SW;
-  for (int c = 0; c < C4; ++c) {
+  for (int c = 0; c < CG; ++c) {
     for (int kd = 0; kd < KD; ++kd) {
       for (int kh = 0; kh < KH; ++kh) {
         const __global uint* xr = Xp + (((long)c * Dp + id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp + iw0;
-        const __global int16* wr = Wq + ((c * KD + kd) * KH + kh) * (KW * OCV);
+        const __global lvec* wr = Wq + ((c * KD + kd) * KH + kh) * (KW * OCV);
 #pragma unroll
         for (int kw = 0; kw < KW; ++kw) {
-          int16 w[OCV];
+          lvec w[OCV];
 #pragma unroll
           for (int v = 0; v < OCV; ++v) w[v] = wr[kw * OCV + v];
 #pragma unroll
           for (int j = 0; j < OWB; ++j) {
-            const int16 x = (int16)((int)xr[j * SW + kw * DW]);
+            const lvec x = (lvec)((int)xr[j * SW + kw * DW]);
 #pragma unroll
-            for (int v = 0; v < OCV; ++v) DPBUSD(acc[v * OWB + j], x, w[v]);
+            for (int v = 0; v < OCV; ++v) DOT(acc[v * OWB + j], x, w[v]);
           }
         }
       }
     }
   }
 
-  // Requantization runs on whole vectors of 16 channels (per pixel), then each channel's pixels
+  // Requantization runs on whole vectors of VL channels (per pixel), then each channel's pixels
   // are stored from a private copy; per element it cost twice the products.
   OUT_PARAMS
   const int z = (int)U8(xz[0]);
@@ -811,35 +851,35 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
   const int pixels = min(OWB, OW - ow0);
 #pragma clang loop unroll(disable)
   for (int v = 0; v < OCV; ++v) {
-    const int oc0 = (ob * OCV + v) * 16;
-    const int channels = min(16, M_g - oc0);
+    const int oc0 = (ob * OCV + v) * VL;
+    const int channels = min(VL, M_g - oc0);
     if (channels <= 0) break;
-    int ov[16];
-    float mv[16];
-    for (int l = 0; l < 16; ++l) {
+    int ov[VL];
+    float mv[VL];
+    for (int l = 0; l < VL; ++l) {
       const int m = g * M_g + oc0 + min(l, channels - 1);
       ov[l] = BIAS(m) - z * wsum[m];
       mv[l] = MULT(m);
     }
-    const int16 offs = vload16(0, ov);
-    YT r[OWB][16];
+    const lvec offs = CAT(vload, VL)(0, ov);
+    YT r[OWB][VL];
 #if defined(OUT_I32)
 #pragma unroll
-    for (int j = 0; j < OWB; ++j) vstore16(acc[v * OWB + j] + offs, 0, r[j]);
+    for (int j = 0; j < OWB; ++j) CAT(vstore, VL)(acc[v * OWB + j] + offs, 0, r[j]);
 #elif defined(VEC_FINISH)
-    const float16 mult = vload16(0, mv);
+    const lfvec mult = CAT(vload, VL)(0, mv);
 #pragma unroll
     for (int j = 0; j < OWB; ++j) {
-      float16 f = convert_float16(acc[v * OWB + j] + offs) * mult;
+      lfvec f = CAT(convert_float, VL)(acc[v * OWB + j] + offs) * mult;
       VEC_ACT(f);
       f = clamp(f, (float)(QMIN - y_zero), (float)(QMAX - y_zero));
-      vstore16(CAT(convert_, CAT(YT, 16))(convert_int16(RINT_SMALL(f)) + y_zero), 0, r[j]);
+      CAT(vstore, VL)(CAT(convert_, CAT(YT, VL))(CAT(convert_int, VL)(RINT_SMALL(f)) + y_zero), 0, r[j]);
     }
 #else
     for (int j = 0; j < OWB; ++j) {
-      int t[16];
-      vstore16(acc[v * OWB + j] + offs, 0, t);
-      for (int l = 0; l < 16; ++l) r[j][l] = (YT)requantize(t[l], mv[l], y_scale, y_zero);
+      int t[VL];
+      CAT(vstore, VL)(acc[v * OWB + j] + offs, 0, t);
+      for (int l = 0; l < VL; ++l) r[j][l] = (YT)requantize(t[l], mv[l], y_scale, y_zero);
     }
 #endif
     const long y0 = (((long)n * G + g) * M_g + oc0) * oplane + (long)odh * OW + ow0;
@@ -849,6 +889,12 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
         if (j < pixels) Y[y0 + c * oplane + j] = r[j][c];
   }
 }
+#define GROUPED_CONV_ARGS Xp, Wq, wsum, bias, xs, xz, ws, ys, yzp, Y, CG, Dp, Hp, Wp, M_g, OD, OH, OW, G, oc_blocks
+#ifdef QPAIRS
+__kernel void qconv_madd(GROUPED_CONV_PARAMS) { grouped_conv(GROUPED_CONV_ARGS); }
+#else
+__kernel void qconv_vnni(GROUPED_CONV_PARAMS) { grouped_conv(GROUPED_CONV_ARGS); }
+#endif
 
 // 1x1 convs (stride 1, unpadded): vectors along 16 pixels instead of 16 channels, so that each
 // output channel's pixels are requantized and stored as whole vectors (with channels in the
@@ -856,7 +902,7 @@ __kernel void qconv_vnni(__global const uint* restrict Xp, __global const int16*
 // of the pixels as one row, [N*G][C4][Pp] uints (Pp = P rounded up to 16 * PXV, the tail holding
 // the zero point); Wq [G][oc_blocks][C4][PWB] uints (4 signed bytes each). A work-item computes
 // PWB channels x PXV vectors of 16 pixels. Global: (oc_blocks, ceil(P / (16 * PXV)), N*G).
-#ifdef PXV
+#if defined(PXV) && !defined(QPAIRS)
 __kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uint* restrict Wq,
                             __global const int* restrict wsum, __global const int* restrict bias,
                             __global const float* xs, __global const XT* xz, __global const float* ws,
@@ -1005,6 +1051,96 @@ __kernel void qmatmul_vnni(__global const XT* restrict A, __global const int16* 
   }
 }
 #endif  // QMVNNI
+
+// ---- 1x1 convs with 16-bit pairwise products (-DQMADD) ----------------------------------------
+// For CPUs without VNNI (x86 AVX2: vpmaddwd multiplies 16 pairs of 16-bit values and adds each
+// pair into a 32-bit lane, 16 products per instruction against a float FMA's 8; on a Zen 3 core
+// both issue 2 per cycle). A lane holds two input channels' raw values x (uint8 zero-extended,
+// int8 sign-extended) and the two channels' weights w' = w - w_zero (|w'| <= 255), so every
+// product and pair sum is exact; sum (x - x_zero) w' = sum x w' - x_zero * sum w' (wsum, per
+// output channel). The host keeps C_g * 255 * 255 below 2^31. MADD: see above.
+#if defined(QMADD) && !defined(PACK_WEIGHTS)
+// The 8 pixels from p of channels rows a and b, interleaved (a0 b0 a1 b1 ...) as 16-bit values.
+#define PAIR8(a, b) \
+  convert_short16((CAT(XT, 16))((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3, (a).s4, (b).s4, \
+                                (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7))
+// 1x1 convs (stride 1, unpadded), vectors along 8 pixels: Wq [G][oc_blocks][C2][PWB] uints, the
+// low half w' of channel 2*c2, the high half of channel 2*c2+1 (0 past C_g and past M_g); wsum[m]
+// output channel m's sum of w'. A work-item computes PWB channels x PXV vectors of 8 pixels, the
+// pairs interleaved from the two channels' rows as it goes (no packed copy of the input).
+// Global: (oc_blocks, ceil(P / (8 * PXV)), N*G).
+__kernel void qconv_madd_pw(__global const XT* restrict X, __global const uint* restrict Wq,
+                            __global const int* restrict wsum, __global const int* restrict bias,
+                            __global const float* xs, __global const XT* xz, __global const float* ws,
+                            __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C_g,
+                            int P, int M_g, int G, int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int p0 = get_global_id(1) * (8 * PXV);
+  if (ob >= oc_blocks || p0 >= P) return;
+  const int ng = get_global_id(2);
+  const int g = ng % G, n = ng / G;
+  const int C2 = (C_g + 1) / 2;
+  X += (long)ng * C_g * P + p0;
+  Wq += ((long)g * oc_blocks + ob) * C2 * PWB;
+  const bool full = p0 + 8 * PXV <= P;
+  int8 acc[PWB * PXV];
+#pragma unroll
+  for (int i = 0; i < PWB * PXV; ++i) acc[i] = (int8)0;
+  for (int c2 = 0; c2 < C2; ++c2) {
+    const __global XT* xa = X + (long)(2 * c2) * P;
+    // An odd C_g's last pair reads its first channel twice (its second weight is 0).
+    const __global XT* xb = 2 * c2 + 1 < C_g ? xa + P : xa;
+    short16 x[PXV];
+    if (full) {
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) x[v] = PAIR8(vload8(v, xa), vload8(v, xb));
+    } else {
+      XT ta[8 * PXV], tb[8 * PXV];
+#pragma unroll
+      for (int q = 0; q < 8 * PXV; ++q) {
+        ta[q] = p0 + q < P ? xa[q] : 0;
+        tb[q] = p0 + q < P ? xb[q] : 0;
+      }
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) x[v] = PAIR8(vload8(v, ta), vload8(v, tb));
+    }
+#pragma unroll
+    for (int k = 0; k < PWB; ++k) {
+      const short16 w = as_short16((uint8)Wq[c2 * PWB + k]);
+#pragma unroll
+      for (int v = 0; v < PXV; ++v) acc[k * PXV + v] += MADD(x[v], w);
+    }
+  }
+  OUT_PARAMS
+  const int z = (int)xz[0];
+  const int channels = min(PWB, M_g - ob * PWB);
+  for (int k = 0; k < channels; ++k) {
+    const int m = g * M_g + ob * PWB + k;
+    const int offs = BIAS(m) - z * wsum[m];
+    const float mult = MULT(m);
+    __global YT* y = Y + ((long)n * G * M_g + m) * P + p0;
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) {
+      const int q0 = p0 + 8 * v;
+      if (q0 >= P) break;
+      const int8 t = acc[k * PXV + v] + offs;
+#if defined(VEC_FINISH) || defined(OUT_I32)
+      if (q0 + 8 <= P) {
+#if defined(OUT_I32)
+        vstore8(t, v, y);
+#else
+        FINISH_VEC(8, y, 8 * v, t, 0, mult);
+#endif
+        continue;
+      }
+#endif
+      int r[8];
+      vstore8(t, 0, r);
+      for (int l = 0; l < 8 && q0 + l < P; ++l) FINISH(y, 8 * v + l, r[l], 0, mult);
+    }
+  }
+}
+#endif  // QMADD
 
 // ---- matrix product -------------------------------------------------------------------------
 #if defined(NB) && !defined(PACK_WEIGHTS)

@@ -660,17 +660,20 @@ bool qvnni_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
   return owb >= 1 && owb <= 16 && (ocv == 1 || ocv == 2 || ocv == 4) && owb * ocv <= 28;
 }
 
-// The weights as int16 vectors of 4 signed bytes (see qconv_vnni) and each output channel's sum.
+// The weights as vectors of lanes holding 4 signed bytes, or 2 signed 16-bit halves with
+// group = 2 (see qconv_vnni), and each output channel's sum.
 struct VnniWeights {
   std::vector<uint32_t> packed;
   std::vector<int32_t> sums;
 };
 
-// Output channels in blocks of `block` lanes: [G][blocks][C4][taps][block] uints.
-VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int64_t block) {
-  const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + block - 1) / block;
+// Output channels in blocks of `block` lanes: [G][blocks][CG][taps][block] uints, CG groups of
+// `group` input channels (4: bytes, 2: 16-bit halves).
+VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int64_t block, int64_t group) {
+  const int64_t CG = (d.C_g + group - 1) / group, blocks = (d.M_g + block - 1) / block;
+  const int bits = static_cast<int>(32 / group);
   VnniWeights r;
-  r.packed.assign(static_cast<size_t>(d.s.G * blocks * C4 * d.taps * block), 0u);
+  r.packed.assign(static_cast<size_t>(d.s.G * blocks * CG * d.taps * block), 0u);
   r.sums.assign(static_cast<size_t>(d.s.M), 0);
   for (int64_t m = 0; m < d.s.M; ++m) {
     const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
@@ -680,8 +683,10 @@ VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc
       for (int64_t t = 0; t < d.taps; ++t) {
         const int64_t v = host_get_i(w, (m * d.C_g + c) * d.taps + t) - z;
         sum += v;
-        const size_t i = static_cast<size_t>((((g * blocks + b) * C4 + c / 4) * d.taps + t) * block + lane);
-        r.packed[i] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * (c % 4));
+        const size_t i = static_cast<size_t>((((g * blocks + b) * CG + c / group) * d.taps + t) * block + lane);
+        const uint32_t part = group == 4 ? static_cast<uint8_t>(static_cast<int8_t>(v))
+                                         : static_cast<uint16_t>(static_cast<int16_t>(v));
+        r.packed[i] |= part << (bits * (c % group));
       }
     r.sums[static_cast<size_t>(m)] = static_cast<int32_t>(sum);
   }
@@ -689,40 +694,64 @@ VnniWeights pack_vnni_weights(const Tensor& w, const Tensor* zp, const QConvDesc
 }
 
 // The packed weights (pack_vnni_weights) and channel sums as device buffers.
-void upload_vnni_weights(BuildContext& ctx, const QConvDesc& d, int64_t block, cl_mem* wq, cl_mem* wsum) {
+void upload_vnni_weights(BuildContext& ctx, const QConvDesc& d, int64_t block, int64_t group, cl_mem* wq,
+                         cl_mem* wsum) {
   const QSlots& q = slots_of(ctx);
   const VnniWeights vw =
-      pack_vnni_weights(ctx.in_data(q.w), has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr, d, block);
+      pack_vnni_weights(ctx.in_data(q.w), has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr, d, block, group);
   *wq = ctx.params(vw.packed.data(), vw.packed.size() * sizeof(uint32_t));
   *wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
 }
 
-void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+// The VNNI conv (group 4, 16 lanes) or the madd one (group 2, 8 lanes; -DQPAIRS).
+void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams& p, int64_t group) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
   const int owb = p.at("owb"), ocv = p.at("ocv");
+  const int64_t lanes = group == 4 ? 16 : 8;
   cl_mem wq, wsum;
-  upload_vnni_weights(ctx, d, 16 * ocv, &wq, &wsum);
-  const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + 16 * ocv - 1) / (16 * ocv);
+  upload_vnni_weights(ctx, d, lanes * ocv, group, &wq, &wsum);
+  const int64_t CG = (d.C_g + group - 1) / group, blocks = (d.M_g + lanes * ocv - 1) / (lanes * ocv);
   const int64_t ow_blocks = (d.out3[2] + owb - 1) / owb;
   // The padded input extents that cover every read (whole OWB blocks included).
   const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, d.out3[1], 1);
   const int64_t Wp = window_extent(d, 2, ow_blocks * owb, 1);
-  const std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) +
-                           qconv_window(d) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
-  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Dp * Hp * Wp});
-  ctx.launch("quant", "qvnni_pack_input", opts,
-             {static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * C4)},
+  std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) + qconv_window(d) +
+                     (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  if (group == 2) opts += std::string(" -DQPAIRS") + (ctx.caps().x86_avx2 ? " -DX86_MADD" : "");
+  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
+  ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", opts,
+             {static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
              {},
-             ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(C4),
+             ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
              i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
-  ctx.launch("quant", "qconv_vnni", opts,
+  ctx.launch("quant", group == 4 ? "qconv_vnni" : "qconv_madd", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(ow_blocks),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
-             {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(Dp),
+             {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(CG), i32(Dp),
              i32(Hp), i32(Wp), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G),
              i32(blocks));
 }
+void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { run_grouped_conv(ctx, d, p, 4); }
+
+// madd: any conv with constant weights in the VNNI conv's shape with 2 input channels per lane as
+// 16-bit halves and x86's vpmaddwd (-DQPAIRS; portable OpenCL C elsewhere): 8 channels per vector,
+// any 8-bit weights, sums below 2^31.
+bool qmadd_applies(const QConvDesc& d, const DeviceCaps&) {
+  return d.const_w && (d.C_g + 1) / 2 * 2 * d.taps * 255 * 255 < (int64_t{1} << 31);
+}
+// Where the instruction is there, for convs whose lanes are mostly used (not depthwise).
+bool qmadd_preferred(const QConvDesc& d, const DeviceCaps& c) { return c.x86_avx2 && c.cpu_shaped() && d.C_g >= 3; }
+VariantParams qmadd_defaults(const QConvDesc& d, const DeviceCaps&) {
+  const int64_t ow = d.out3[2];
+  const int owb = ow <= 6 ? static_cast<int>(ow) : (ow % 6 != 0 && ow % 7 == 0 ? 7 : 6);
+  return {{"owb", owb}, {"ocv", d.M_g > 8 ? 2 : 1}};
+}
+bool qmadd_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int owb = p.at("owb"), ocv = p.at("ocv");
+  return owb >= 1 && owb <= 16 && (ocv == 1 || ocv == 2 || ocv == 4) && owb * ocv <= 16;
+}
+void qmadd_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { run_grouped_conv(ctx, d, p, 2); }
 
 // vnni_pw: 1x1 convs (stride 1, unpadded) on VNNI with vectors along 16 pixels (qconv_vnni_pw).
 bool qvnni_pw_applies(const QConvDesc& d, const DeviceCaps& c) { return d.pointwise && qvnni_applies(d, c); }
@@ -740,7 +769,7 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
   const int ocb = p.at("ocb"), pxv = p.at("pxv");
   // Blocks of ocb channels, one lane each (pointwise: one tap).
   cl_mem wq, wsum;
-  upload_vnni_weights(ctx, d, ocb, &wq, &wsum);
+  upload_vnni_weights(ctx, d, ocb, 4, &wq, &wsum);
   const int64_t C4 = (d.C_g + 3) / 4, blocks = (d.M_g + ocb - 1) / ocb;
   const int64_t P = d.out3[0] * d.out3[1] * d.out3[2], step = 16 * pxv;
   const int64_t items = (P + step - 1) / step, Pp = items * step;
@@ -754,6 +783,63 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
   ctx.launch("quant", "qconv_vnni_pw", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(items), static_cast<size_t>(d.s.N * d.s.G)}, {1, 1, 1},
              xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(P), i32(Pp),
+             i32(d.M_g), i32(d.s.G), i32(blocks));
+}
+
+// madd_pw: 1x1 convs with 16-bit pairwise products (kernels/quant.cl, qconv_madd_pw): two input
+// channels per 32-bit lane, x86's vpmaddwd where there is no VNNI (AVX2). Exact for any 8-bit
+// weights (w - w_zero fits 16 bits) while C_g * 255 * 255 stays below 2^31.
+bool qmadd_pw_applies(const QConvDesc& d, const DeviceCaps& c) { return d.pointwise && qmadd_applies(d, c); }
+bool qmadd_pw_preferred(const QConvDesc&, const DeviceCaps& c) { return c.x86_avx2 && c.cpu_shaped(); }
+VariantParams qmadd_pw_defaults(const QConvDesc& d, const DeviceCaps&) {
+  const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
+  return {{"ocb", d.M_g >= 8 ? 8 : 4}, {"pxv", P >= 16 ? 2 : 1}};
+}
+bool qmadd_pw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  return ocb >= 1 && ocb <= 16 && pxv >= 1 && pxv <= 4 && ocb * pxv <= 16;
+}
+
+// The weights of qconv_madd_pw: [G][blocks][C2][block] uints, channel 2*c2's w' in the low half,
+// 2*c2+1's in the high half; and each output channel's sum of w'.
+struct MaddWeights {
+  std::vector<uint32_t> packed;
+  std::vector<int32_t> sums;
+};
+MaddWeights pack_madd_weights(const Tensor& w, const Tensor* zp, const QConvDesc& d, int64_t block) {
+  const int64_t C2 = (d.C_g + 1) / 2, blocks = (d.M_g + block - 1) / block;
+  MaddWeights r;
+  r.packed.assign(static_cast<size_t>(d.s.G * blocks * C2 * block), 0u);
+  r.sums.assign(static_cast<size_t>(d.s.M), 0);
+  for (int64_t m = 0; m < d.s.M; ++m) {
+    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
+    const int64_t g = m / d.M_g, oc = m % d.M_g, b = oc / block, lane = oc % block;
+    int64_t sum = 0;
+    for (int64_t c = 0; c < d.C_g; ++c) {
+      const int64_t v = host_get_i(w, m * d.C_g + c) - z;
+      sum += v;
+      const size_t i = static_cast<size_t>(((g * blocks + b) * C2 + c / 2) * block + lane);
+      r.packed[i] |= static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))) << (16 * (c % 2));
+    }
+    r.sums[static_cast<size_t>(m)] = static_cast<int32_t>(sum);
+  }
+  return r;
+}
+
+void qmadd_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int ocb = p.at("ocb"), pxv = p.at("pxv");
+  const MaddWeights mw =
+      pack_madd_weights(ctx.in_data(q.w), has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr, d, ocb);
+  cl_mem wq = ctx.params(mw.packed.data(), mw.packed.size() * sizeof(uint32_t));
+  cl_mem wsum = ctx.params(mw.sums.data(), mw.sums.size() * sizeof(int32_t));
+  const int64_t blocks = (d.M_g + ocb - 1) / ocb, P = d.out3[0] * d.out3[1] * d.out3[2];
+  ctx.launch("quant", "qconv_madd_pw",
+             " -DQMADD -DPWB=" + std::to_string(ocb) + " -DPXV=" + std::to_string(pxv) +
+                 (ctx.caps().x86_avx2 ? " -DX86_MADD" : "") + a.opts,
+             {static_cast<size_t>(blocks), groups(P, 8 * pxv), static_cast<size_t>(d.s.N * d.s.G)}, {1, 1, 1},
+             ctx.in_buf(q.x), wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.C_g), i32(P),
              i32(d.M_g), i32(d.s.G), i32(blocks));
 }
 
@@ -815,6 +901,14 @@ const KernelFamily<QConvDesc>& qconv_family() {
           {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
            {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,
            qvnni_preferred},
+          {"madd_pw", "8-bit 1x1 with 16-bit pairwise products (x86 vpmaddwd; CPU-shaped default without VNNI): "
+                      "OCB channels x PXV vectors of 8 pixels, 2 input channels per 32-bit lane",
+           {{"ocb", {2, 4, 6, 8}}, {"pxv", {1, 2, 3}}}, qmadd_pw_applies, qmadd_pw_valid, qmadd_pw_defaults,
+           qmadd_pw_run, qmadd_pw_preferred},
+          {"madd", "8-bit with 16-bit pairwise products (x86 vpmaddwd; CPU-shaped default without VNNI): "
+                   "OCVx8 channels x OWB pixels, 2 input channels per 32-bit lane",
+           {{"owb", {4, 6, 7, 8, 14}}, {"ocv", {1, 2}}}, qmadd_applies, qmadd_valid, qmadd_defaults, qmadd_run,
+           qmadd_preferred},
           {"pointwise", "8-bit 1x1, stride 1, unpadded: OCB channels x PXB pixels, vectors along the pixels",
            {{"ocb", {4, 8, 16}}, {"pxb", {8, 16}}}, qpw_applies, qpw_valid, qpw_defaults, qpw_run},
           {"packed", "any 8-bit conv: OCB channels x OWB pixels of one output row per work-item",

@@ -389,92 +389,143 @@ bool expect_vnni() {
 
 }  // namespace
 
-// The vpdpbusd convs (qconv=vnni, and vnni_pw for 1x1) against the integer reference, bit for bit: channel counts that
-// are no multiple of 4 or 16, groups, strides, dilations, padding, batches, int8 and uint8 inputs,
-// the extreme values of both operands over a long reduction, every register-block shape, and
-// ConvInteger's raw sums from constant weights. uint8 weights whose w - w_zero leaves the signed
-// byte range must fall back to another variant with the same results.
+namespace {
+
+struct GroupedConvCase {
+  QConvCase c;
+  int extremes;        // 0: random values; 1: only the extreme values of x and w
+  bool w_fits = true;  // uint8 weights drawn within [wz - 128, wz + 127]
+};
+
+// A QLinearConv and a ConvInteger of the same constant weights for `k` (outputs y and acc), an
+// input and both outputs from the integer reference.
+struct GroupedConvProblem {
+  ModelBuilder m;
+  Tensor x, want, want_acc;
+};
+GroupedConvProblem grouped_conv_problem(const GroupedConvCase& k, std::mt19937& rng) {
+  const QConvCase& c = k.c;
+  Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
+  Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
+  std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
+  std::vector<int> wz(ws.size());
+  Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ws[i] = 0.0002f * static_cast<float>(i % 7 + 1);
+    wz[i] = c.wt == DType::Int8 ? 0 : 126 + static_cast<int>(i % 5);
+    seti(wzt, static_cast<int64_t>(i), wz[i]);
+  }
+  const int64_t per_m = w.numel() / c.M;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int z = wz[ws.size() == 1 ? 0 : static_cast<size_t>(i / per_m)];
+    if (k.extremes) seti(w, i, rng() % 2 ? qhi(c.wt) : qlo(c.wt));
+    else if (c.wt == DType::UInt8 && k.w_fits) seti(w, i, std::clamp(z - 128 + static_cast<int>(rng() % 256), 0, 255));
+  }
+  if (c.wt == DType::UInt8 && !k.w_fits) seti(w, 1, 255);  // 255 - 126 = 129: beyond a signed byte
+  if (k.extremes)
+    for (int64_t i = 0; i < x.numel(); ++i) seti(x, i, rng() % 2 ? qhi(c.xt) : qlo(c.xt));
+  const int xz = c.xt == DType::UInt8 ? 7 : -100;
+  const float xs = 0.02f, ys = 0.37f;
+  const int yz = 117;
+  Tensor bias(DType::Int32, {c.M});
+  for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
+  ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
+  set_conv_attrs(m.node("ConvInteger", {"x", "w", "xz", "wz"}, {"acc"}), c);
+  m.output("y").output("acc");
+  Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
+  Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
+  return {std::move(m), std::move(x), std::move(want), std::move(want_acc)};
+}
+
+std::string describe(const GroupedConvCase& k) {
+  const QConvCase& c = k.c;
+  return "C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
+         " stride=" + std::to_string(c.stride) + " group=" + std::to_string(c.group) + (k.extremes ? " extremes" : "") +
+         (k.w_fits ? "" : " (weights beyond int8)");
+}
+
+// Runs the problem with `variant` forced; both outputs must match bit for bit, and `kernel` must
+// run `launches` times (QLinearConv and ConvInteger: 2 where the variant applies).
+void expect_grouped_conv(const GroupedConvProblem& p, const std::string& variant, const std::string& kernel,
+                         int launches) {
+  SCOPED_TRACE(variant);
+  ocl_infer::SessionOptions opt;
+  opt.kernel_variants = variant;
+  opt.profiling = true;
+  auto s = open_session(p.m, opt);
+  auto out = s.run({{"x", p.x}});
+  int64_t first = -1;
+  EXPECT_EQ(mismatches(out["y"], p.want, &first), 0) << "first at " << first;
+  EXPECT_EQ(mismatches(out["acc"], p.want_acc, &first), 0) << "ConvInteger, first at " << first;
+  int used = 0;
+  for (const auto& r : s.profile()) used += r.kernel == kernel;
+  EXPECT_EQ(used, launches) << "launches of " << kernel << " (QLinearConv and ConvInteger)";
+}
+
+// Channel counts that are no multiple of 2, 4, 8 or 16, groups, strides, dilations, padding,
+// batches, int8 and uint8 inputs, the extreme values of both operands over a long reduction, and
+// uint8 weights within and beyond the signed byte range.
+const GroupedConvCase kGroupedConvCases[] = {
+    {{2, 5, 9, 13, 37, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+    {{1, 12, 10, 11, 20, 3, 2, 2, 2, 2, DType::Int8, DType::Int8, true, true, false}, 0},
+    {{1, 64, 7, 7, 64, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, false, false, false}, 0},
+    {{2, 12, 5, 7, 40, 1, 1, 0, 1, 2, DType::Int8, DType::Int8, true, true, false}, 0},
+    {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+    {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
+    {{1, 256, 5, 6, 17, 3, 1, 1, 1, 1, DType::Int8, DType::Int8, false, true, false}, 1},
+    {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, true},
+    {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, false},
+};
+
+bool is_pointwise(const QConvCase& c) { return c.k == 1 && c.stride == 1 && c.pad == 0; }
+
+}  // namespace
+
+// The vpdpbusd convs (qconv=vnni, and vnni_pw for 1x1) against the integer reference, bit for bit,
+// on every case and every register-block shape, with ConvInteger's raw sums from constant weights.
+// uint8 weights whose w - w_zero leaves the signed byte range must fall back to another variant
+// with the same results.
 TEST(Quant, VnniConvMatchesIntegerReference) {
   const bool vnni = expect_vnni();
   if (!vnni) std::cout << "no AVX-512 VNNI on this device: checking the fallback only\n";
   std::mt19937 rng(17);
-  struct Case {
-    QConvCase c;
-    int extremes;       // 0: random values; 1: only the extreme values of x and w
-    bool w_fits = true;  // uint8 weights drawn within [wz - 128, wz + 127]
-  };
-  const Case cases[] = {
-      {{2, 5, 9, 13, 37, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
-      {{1, 12, 10, 11, 20, 3, 2, 2, 2, 2, DType::Int8, DType::Int8, true, true, false}, 0},
-      {{1, 64, 7, 7, 64, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, false, false, false}, 0},
-      {{2, 12, 5, 7, 40, 1, 1, 0, 1, 2, DType::Int8, DType::Int8, true, true, false}, 0},
-      {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
-      {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
-      {{1, 256, 5, 6, 17, 3, 1, 1, 1, 1, DType::Int8, DType::Int8, false, true, false}, 1},
-      {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, true},
-      {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, false},
-  };
-  for (const Case& k : cases) {
-    const QConvCase& c = k.c;
-    SCOPED_TRACE("C=" + std::to_string(c.C) + " M=" + std::to_string(c.M) + " k=" + std::to_string(c.k) +
-                 " stride=" + std::to_string(c.stride) + " group=" + std::to_string(c.group) +
-                 (k.extremes ? " extremes" : "") + (k.w_fits ? "" : " (weights beyond int8)"));
-    Tensor x = random_q(c.xt, {c.N, c.C, c.H, c.W}, rng);
-    Tensor w = random_q(c.wt, {c.M, c.C / c.group, c.k, c.k}, rng);
-    std::vector<float> ws(c.per_channel ? static_cast<size_t>(c.M) : 1);
-    std::vector<int> wz(ws.size());
-    Tensor wzt(c.wt, c.per_channel ? std::vector<int64_t>{c.M} : std::vector<int64_t>{});
-    for (size_t i = 0; i < ws.size(); ++i) {
-      ws[i] = 0.0002f * static_cast<float>(i % 7 + 1);
-      wz[i] = c.wt == DType::Int8 ? 0 : 126 + static_cast<int>(i % 5);
-      seti(wzt, static_cast<int64_t>(i), wz[i]);
-    }
-    const int64_t per_m = w.numel() / c.M;
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      const int z = wz[ws.size() == 1 ? 0 : static_cast<size_t>(i / per_m)];
-      if (k.extremes) seti(w, i, rng() % 2 ? qhi(c.wt) : qlo(c.wt));
-      else if (c.wt == DType::UInt8 && k.w_fits) seti(w, i, std::clamp(z - 128 + static_cast<int>(rng() % 256), 0, 255));
-    }
-    if (c.wt == DType::UInt8 && !k.w_fits) seti(w, 1, 255);  // 255 - 126 = 129: beyond a signed byte
-    if (k.extremes)
-      for (int64_t i = 0; i < x.numel(); ++i) seti(x, i, rng() % 2 ? qhi(c.xt) : qlo(c.xt));
-    const int xz = c.xt == DType::UInt8 ? 7 : -100;
-    const float xs = 0.02f, ys = 0.37f;
-    const int yz = 117;
-    Tensor bias(DType::Int32, {c.M});
-    for (int64_t i = 0; i < c.M; ++i) seti(bias, i, static_cast<int64_t>(rng() % 20001) - 10000);
-    ModelBuilder m = qconv_model(c, w, wzt, ws, xz, xs, ys, yz, bias);
-    // ConvInteger of the same constant weights: the raw int32 sums.
-    set_conv_attrs(m.node("ConvInteger", {"x", "w", "xz", "wz"}, {"acc"}), c);
-    m.output("y").output("acc");
-    const Tensor want = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::UInt8, c.bias ? &bias : nullptr);
-    const Tensor want_acc = qconv_ref(c, x, xz, xs, w, wz, ws, ys, yz, DType::Int32, nullptr);
+  for (const GroupedConvCase& k : kGroupedConvCases) {
+    SCOPED_TRACE(describe(k));
+    const GroupedConvProblem p = grouped_conv_problem(k, rng);
     // The defaults and, spread over the cases, the extreme register blocks (each one a program
     // build); without VNNI every forced variant falls back to the same kernel, so once is enough
     // (this test under oclgrind).
     static const char* kBlocks[] = {"qconv=vnni:owb=4,ocv=1", "qconv=vnni:owb=16,ocv=1", "qconv=vnni:owb=7,ocv=4",
                                     "qconv=vnni:owb=14,ocv=2"};
-    std::vector<const char*> variants{"qconv=vnni"};
-    if (vnni) variants.push_back(kBlocks[static_cast<size_t>(&k - cases) % 4]);
+    const int launches = vnni && k.w_fits ? 2 : 0;
+    expect_grouped_conv(p, "qconv=vnni", "quant:qconv_vnni", launches);
+    if (vnni) expect_grouped_conv(p, kBlocks[&k - kGroupedConvCases], "quant:qconv_vnni", launches);
     // 1x1 convs also as vectors along the pixels (vnni_pw, their default).
-    const bool pointwise = c.k == 1 && c.stride == 1 && c.pad == 0;
-    if (pointwise) variants.insert(variants.end(), {"qconv=vnni_pw", "qconv=vnni_pw:ocb=4,pxv=4"});
-    if (pointwise && vnni) variants.push_back("qconv=vnni_pw:ocb=16,pxv=1");
-    for (const char* variant : variants) {
-      SCOPED_TRACE(variant);
-      ocl_infer::SessionOptions opt;
-      opt.kernel_variants = variant;
-      opt.profiling = true;
-      auto s = open_session(m, opt);
-      auto out = s.run({{"x", x}});
-      int64_t first = -1;
-      EXPECT_EQ(mismatches(out["y"], want, &first), 0) << "first at " << first;
-      EXPECT_EQ(mismatches(out["acc"], want_acc, &first), 0) << "ConvInteger, first at " << first;
-      int used = 0;
-      const std::string kernel = std::string(variant).rfind("qconv=vnni_pw", 0) == 0 ? "quant:qconv_vnni_pw"
-                                                                                      : "quant:qconv_vnni";
-      for (const auto& r : s.profile()) used += r.kernel == kernel;
-      EXPECT_EQ(used, vnni && k.w_fits ? 2 : 0) << "launches of " << kernel << " (QLinearConv and ConvInteger)";
+    if (is_pointwise(k.c)) {
+      expect_grouped_conv(p, "qconv=vnni_pw", "quant:qconv_vnni_pw", launches);
+      expect_grouped_conv(p, "qconv=vnni_pw:ocb=4,pxv=4", "quant:qconv_vnni_pw", launches);
+      if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1", "quant:qconv_vnni_pw", launches);
+    }
+  }
+}
+
+// The 16-bit pairwise convs (qconv=madd, and madd_pw for 1x1: vpmaddwd on x86 AVX2 CPUs, the
+// same arithmetic in OpenCL C elsewhere, e.g. under oclgrind) on the same cases: they apply to
+// any 8-bit weights, so every case runs them.
+TEST(Quant, MaddConvMatchesIntegerReference) {
+  std::mt19937 rng(23);
+  static const char* kBlocks[] = {"qconv=madd:owb=4,ocv=1", "qconv=madd:owb=14,ocv=1", "qconv=madd:owb=7,ocv=2",
+                                  "qconv=madd:owb=8,ocv=2"};
+  static const char* kPwBlocks[] = {"qconv=madd_pw:ocb=6,pxv=2", "qconv=madd_pw:ocb=2,pxv=3"};
+  for (const GroupedConvCase& k : kGroupedConvCases) {
+    SCOPED_TRACE(describe(k));
+    const GroupedConvProblem p = grouped_conv_problem(k, rng);
+    const size_t i = static_cast<size_t>(&k - kGroupedConvCases);
+    expect_grouped_conv(p, "qconv=madd", "quant:qconv_madd", 2);
+    expect_grouped_conv(p, kBlocks[i % 4], "quant:qconv_madd", 2);
+    if (is_pointwise(k.c)) {
+      expect_grouped_conv(p, "qconv=madd_pw", "quant:qconv_madd_pw", 2);
+      expect_grouped_conv(p, kPwBlocks[i % 2], "quant:qconv_madd_pw", 2);
     }
   }
 }

@@ -269,6 +269,7 @@ std::string DeviceCaps::summary() const {
   if (subgroups) s += ", subgroups";
   if (integer_dot_product) s += ", int dot product";
   if (x86_vnni512) s += ", x86 AVX-512 VNNI";
+  if (x86_avx2) s += ", x86 AVX2";
   if (correct_div_sqrt) s += ", correctly rounded div/sqrt";
   s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
   return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
@@ -286,6 +287,22 @@ static bool host_has_avx512_vnni() {
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const bool f = b & (1u << 16), bw = b & (1u << 30), vnni = c & (1u << 11);
   return f && bw && vnni;
+#else
+  return false;
+#endif
+}
+
+// Whether this host's CPU executes AVX2 (vpmaddwd on ymm registers): cpuid leaf 7 says AVX2 and
+// XCR0 says the OS saves the ymm state.
+static bool host_has_avx2() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0x6) != 0x6) return false;  // SSE and AVX state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & (1u << 5)) != 0;
 #else
   return false;
 #endif
@@ -328,9 +345,13 @@ DeviceCaps query_caps(cl_device_id d) {
     const char* env = std::getenv("OCL_INFER_VNNI");
     // A preferred float vector width of 16 says that PoCL compiles for a target with 512-bit
     // registers (the assembly's operands are zmm registers).
-    c.x86_vnni512 = platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language" &&
-                    c.preferred_vector_width_float >= 16 && !(env && std::string(env) == "0") &&
+    const bool pocl = platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language";
+    c.x86_vnni512 = pocl && c.preferred_vector_width_float >= 16 && !(env && std::string(env) == "0") &&
                     host_has_avx512_vnni();
+    // Width 8 or more: a target with 256-bit registers (ymm operands).
+    const char* avx2_env = std::getenv("OCL_INFER_AVX2");
+    c.x86_avx2 = pocl && c.preferred_vector_width_float >= 8 && !(avx2_env && std::string(avx2_env) == "0") &&
+                 host_has_avx2();
   }
   // "OpenCL C 1.2 pocl" -> 1, 2
   const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);

@@ -45,6 +45,9 @@ struct DeviceCaps {
   // (kernels/quant.cl, QVNNI). A capability of the CPU, read with cpuid, never a vendor id;
   // OCL_INFER_VNNI=0 turns it off.
   bool x86_vnni512 = false;
+  // The same for AVX2 (vpmaddwd on ymm registers: kernels/quant.cl, X86_MADD); OCL_INFER_AVX2=0
+  // turns it off (the kernels then compute the same pairs in portable OpenCL C).
+  bool x86_avx2 = false;
 
   bool has(const std::string& ext) const { return extensions.count(ext) != 0; }
   bool is_cpu() const { return type == DeviceClass::CPU; }
