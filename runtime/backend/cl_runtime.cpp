@@ -280,37 +280,38 @@ std::string DeviceCaps::summary() const {
   return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
 }
 
-// Whether this host's CPU executes AVX-512 VNNI (vpdpbusd on zmm registers): cpuid leaf 7 says
-// AVX512F, AVX512BW and AVX512_VNNI, and XCR0 says the OS saves the opmask and zmm state.
-static bool host_has_avx512_vnni() {
+// cpuid leaf 7's ebx and ecx where the OS saves every register state in `xcr0_mask` (XCR0, read
+// with xgetbv after cpuid says OSXSAVE); false elsewhere.
+static bool host_cpuid7_with_state(unsigned xcr0_mask, unsigned* ebx, unsigned* ecx) {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
   unsigned lo = 0, hi = 0;
   __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & 0xe6) != 0xe6) return false;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM state
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool f = b & (1u << 16), bw = b & (1u << 30), vnni = c & (1u << 11);
-  return f && bw && vnni;
+  if ((lo & xcr0_mask) != xcr0_mask || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  *ebx = b;
+  *ecx = c;
+  return true;
 #else
+  (void)xcr0_mask;
+  (void)ebx;
+  (void)ecx;
   return false;
 #endif
 }
 
-// Whether this host's CPU executes AVX2 (vpmaddwd on ymm registers): cpuid leaf 7 says AVX2 and
-// XCR0 says the OS saves the ymm state.
+// Whether this host's CPU executes AVX-512 VNNI (vpdpbusd on zmm registers): AVX512F, AVX512BW
+// and AVX512_VNNI, with the OS saving the SSE, AVX, opmask, ZMM_Hi256 and Hi16_ZMM state.
+static bool host_has_avx512_vnni() {
+  unsigned b = 0, c = 0;
+  return host_cpuid7_with_state(0xe6, &b, &c) && (b & (1u << 16)) && (b & (1u << 30)) && (c & (1u << 11));
+}
+
+// Whether this host's CPU executes AVX2 (vpmaddwd on ymm registers), with the OS saving the SSE
+// and AVX state.
 static bool host_has_avx2() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
-  unsigned lo = 0, hi = 0;
-  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & 0x6) != 0x6) return false;  // SSE and AVX state
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (b & (1u << 5)) != 0;
-#else
-  return false;
-#endif
+  unsigned b = 0, c = 0;
+  return host_cpuid7_with_state(0x6, &b, &c) && (b & (1u << 5));
 }
 
 DeviceCaps query_caps(cl_device_id d) {
