@@ -1,9 +1,10 @@
 // onnx-conformance: runs the ONNX project's backend test data (model.onnx + test_data_set_*/
 // input_*.pb, output_*.pb) through the public API and compares outputs (rtol 1e-3, atol 1e-5).
 //
-// Each test runs in a forked child so that a crash or hang in one test is a failure of that test,
-// not of the run. Prints every test that does not pass with its reason (-v: every test), a per-op
-// summary of what is unsupported and, last,
+// Tests run in a forked worker process so that a crash or hang in one test is a failure of that
+// test, not of the run; the worker runs test after test and is replaced after a failure
+// (--fresh-process: a new one for every test). Prints every test that does not pass with its
+// reason (-v: every test), a per-op summary of what is unsupported and, last,
 // "conformance: N passed, N failed, N skipped". With --expect FILE, exits 1 when a test listed
 // there does not pass.
 #include <dirent.h>
@@ -192,63 +193,141 @@ Result run_test(const std::string& dir, const std::string& device) {
   }
 }
 
-// Runs one test in a child process; a crash or a timeout is a failure.
-Result run_isolated(const std::string& dir, const std::string& device, int timeout_s) {
-  int fds[2];
-  if (pipe(fds) != 0) return run_test(dir, device);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    Result r = run_test(dir, device);
-    std::string msg = std::to_string(static_cast<int>(r.outcome)) + r.detail;
-    ssize_t off = 0;
-    while (off < static_cast<ssize_t>(msg.size())) {
-      ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
-      if (n <= 0) break;
-      off += n;
-    }
-    close(fds[1]);
-    _exit(0);
+// Writes all of `bytes` to `fd`; false when the reader is gone.
+bool write_all(int fd, const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + off, bytes.size() - off);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
   }
-  close(fds[1]);
-  std::string msg;
-  auto t0 = std::chrono::steady_clock::now();
-  char buf[4096];
-  int status = 0;
-  // Read until EOF while watching the clock.
-  for (;;) {
-    fd_set set;
-    FD_ZERO(&set);
-    FD_SET(fds[0], &set);
-    timeval tv{0, 200000};
-    int r = select(fds[0] + 1, &set, nullptr, nullptr, &tv);
-    if (r > 0) {
-      ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      msg.append(buf, n);
-    }
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      close(fds[0]);
-      return {Outcome::Fail, "timed out after " + std::to_string(timeout_s) + " s"};
-    }
-  }
-  close(fds[0]);
-  waitpid(pid, &status, 0);
-  if (msg.empty()) {
-    if (WIFSIGNALED(status)) return {Outcome::Fail, std::string("crashed with signal ") + strsignal(WTERMSIG(status))};
-    return {Outcome::Fail, "child exited without a result"};
-  }
-  return {static_cast<Outcome>(msg[0] - '0'), msg.substr(1)};
+  return true;
 }
+
+// A child process that runs tests one after another, so that the OpenCL driver and its compiler
+// start once per worker rather than once per test (PoCL's first program build in a process costs
+// ~0.6 s: from cold caches, most of a 1,000-test run went there). A crash or a timeout is a
+// failure of the test being run; the worker is then replaced, as it is after every failure, so
+// that the next test starts in a clean process. `fresh`: a new worker for every test.
+class Worker {
+ public:
+  Worker(std::string device, int timeout_s, bool fresh) : device_(std::move(device)), timeout_s_(timeout_s), fresh_(fresh) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker() { stop(); }
+
+  Result run(const std::string& dir) {
+    if (pid_ < 0 && !start()) return run_test(dir, device_);  // no fork: run here
+    if (!write_all(to_, dir + "\n")) {
+      // The worker ended after its last result (nothing runs there between tests): a new one.
+      lost("");
+      if (!start()) return run_test(dir, device_);
+      if (!write_all(to_, dir + "\n")) return lost("the test process could not be started");
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string msg;
+    char buf[4096];
+    // A result is "<decimal length>\n<outcome digit><detail>"; read until one is complete.
+    for (;;) {
+      const size_t nl = msg.find('\n');
+      if (nl != std::string::npos) {
+        const size_t len = std::strtoull(msg.c_str(), nullptr, 10);
+        if (msg.size() >= nl + 1 + len && len >= 1) {
+          Result r{static_cast<Outcome>(msg[nl + 1] - '0'), msg.substr(nl + 2, len - 1)};
+          if (fresh_ || r.outcome == Outcome::Fail) stop();
+          return r;
+        }
+      }
+      fd_set set;
+      FD_ZERO(&set);
+      FD_SET(from_, &set);
+      timeval tv{0, 200000};
+      if (select(from_ + 1, &set, nullptr, nullptr, &tv) > 0) {
+        const ssize_t n = read(from_, buf, sizeof buf);
+        if (n <= 0) return lost("");
+        msg.append(buf, static_cast<size_t>(n));
+      }
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s_)) {
+        kill(pid_, SIGKILL);
+        stop();
+        return {Outcome::Fail, "timed out after " + std::to_string(timeout_s_) + " s"};
+      }
+    }
+  }
+
+ private:
+  bool start() {
+    int in[2], out[2];
+    if (pipe(in) != 0) return false;
+    if (pipe(out) != 0) {
+      close(in[0]), close(in[1]);
+      return false;
+    }
+    std::cout.flush();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+      return false;
+    }
+    if (pid == 0) {
+      close(in[1]);
+      close(out[0]);
+      std::string line;
+      char c;
+      for (;;) {
+        const ssize_t n = read(in[0], &c, 1);
+        if (n <= 0) break;
+        if (c != '\n') {
+          line += c;
+          continue;
+        }
+        const Result r = run_test(line, device_);
+        const std::string body = std::to_string(static_cast<int>(r.outcome)) + r.detail;
+        if (!write_all(out[1], std::to_string(body.size()) + "\n" + body)) break;
+        line.clear();
+      }
+      _exit(0);
+    }
+    close(in[0]);
+    close(out[1]);
+    pid_ = pid, to_ = in[1], from_ = out[0];
+    return true;
+  }
+
+  void stop() {
+    if (pid_ < 0) return;
+    close(to_);  // end of input: the worker exits
+    close(from_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // The worker ended without a result: a crash (or an exit) during the test.
+  Result lost(const std::string& why) {
+    close(to_);
+    close(from_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (!why.empty()) return {Outcome::Fail, why};
+    if (WIFSIGNALED(status)) return {Outcome::Fail, std::string("crashed with signal ") + strsignal(WTERMSIG(status))};
+    return {Outcome::Fail, "the test process exited without a result"};
+  }
+
+  std::string device_;
+  int timeout_s_;
+  bool fresh_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string root = "/usr/share/libonnx-testdata/data", filter, expect_file, write_file, device;
   std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-  bool verbose = false;
+  bool verbose = false, fresh = false;
   int timeout_s = 60;
   int shard = 0, shards = 1;  // --shard I/N: every N-th test from the I-th (parallel runs)
   for (int i = 1; i < argc; ++i) {
@@ -281,9 +360,10 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--verbose" || a == "-v") verbose = true;
+    else if (a == "--fresh-process") fresh = true;
     else {
       std::cerr << "usage: onnx-conformance [--root DIR] [--filter SUBSTR] [--expect FILE] "
-                   "[--write-expect FILE] [--device D] [--timeout S] [--shard I/N] [--verbose]\n";
+                   "[--write-expect FILE] [--device D] [--timeout S] [--shard I/N] [--fresh-process] [--verbose]\n";
       return 2;
     }
   }
@@ -311,6 +391,8 @@ int main(int argc, char** argv) {
   std::map<std::string, int> unsupported;
   std::regex op_re("([A-Za-z0-9_.]+) \\(opset \\d+\\)");
   int index = 0;
+  signal(SIGPIPE, SIG_IGN);  // a worker that crashed is seen as a failed write, not a dead runner
+  Worker worker(device, timeout_s, fresh);
   for (auto& suite : suites) {
     for (auto& t : list_dir(root + "/" + suite)) {
       std::string name = suite + "/" + t;
@@ -318,7 +400,7 @@ int main(int argc, char** argv) {
       std::string dir = root + "/" + suite + "/" + t;
       if (!exists(dir + "/model.onnx")) continue;
       if (index++ % shards != shard) continue;
-      Result r = run_isolated(dir, device, timeout_s);
+      Result r = worker.run(dir);
       if (auto it = data_disagreements().find(t); it != data_disagreements().end() && r.outcome == Outcome::Fail)
         r = {Outcome::Skip, "test data this runtime does not follow: " + it->second + " (" + r.detail + ")"};
       const char* tag = r.outcome == Outcome::Pass ? "PASS" : r.outcome == Outcome::Fail ? "FAIL" : "SKIP";
