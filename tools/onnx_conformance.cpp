@@ -294,22 +294,20 @@ class Worker {
     return true;
   }
 
-  void stop() {
-    if (pid_ < 0) return;
-    close(to_);  // end of input: the worker exits
-    close(from_);
+  // Ends the worker (closing its input makes it exit) and returns its wait status.
+  int stop() {
     int status = 0;
+    if (pid_ < 0) return status;
+    close(to_);
+    close(from_);
     waitpid(pid_, &status, 0);
     pid_ = -1;
+    return status;
   }
 
   // The worker ended without a result: a crash (or an exit) during the test.
   Result lost(const std::string& why) {
-    close(to_);
-    close(from_);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
+    const int status = stop();
     if (!why.empty()) return {Outcome::Fail, why};
     if (WIFSIGNALED(status)) return {Outcome::Fail, std::string("crashed with signal ") + strsignal(WTERMSIG(status))};
     return {Outcome::Fail, "the test process exited without a result"};
