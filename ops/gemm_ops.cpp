@@ -52,17 +52,24 @@ std::string gemm_key(const GemmProblem& p) {
 // columns (kernels/gemm.cl).
 VariantParams packed_defaults(const GemmProblem& p, const DeviceCaps& c) {
   const int64_t M = p.d->M, N = p.d->N;
-  int mr = 6, vw = 16, nv = 2;
-  if (N < 16) {
+  // Register blocks sized by the CPU's native vector width: MR rows x 2 vectors of VW columns in
+  // MR*2 vector accumulators. With 16-float native vectors (AVX-512: 32 registers) 8 x 32 fits:
+  // convnext_tiny's MatMuls 3-15 % faster than 6 x 32 on an Intel Xeon (skylake-avx512, PoCL
+  // 3.1), 4 x 32 slower. With 8-float vectors (AVX2: 16 registers) 6 x 16 keeps 12 accumulators
+  // and the two B vectors in registers, where 6 x 32 (24 ymm accumulators) spilled:
+  // bert_like_t128's products 12.2 -> 6.4 ms, the whole model 15.5 -> 9.8 ms (AMD EPYC Zen 3,
+  // AVX2, PoCL 3.1). GPUs and other devices keep 16-wide vectors.
+  const bool cpu = c.cpu_shaped();
+  const int native = static_cast<int>(c.native_vector_width_float);
+  int vw = cpu && native < 16 ? (native <= 4 ? 4 : 8) : 16, nv = 2;
+  if (N < vw) {
     vw = N > 4 ? 8 : 4;
     nv = 1;
-  } else if (round_up(static_cast<size_t>(N), 16) < round_up(static_cast<size_t>(N), 32)) {
-    nv = 1;  // a 32-wide panel would mostly compute padding
+  } else if (round_up(static_cast<size_t>(N), vw) < round_up(static_cast<size_t>(N), 2 * vw)) {
+    nv = 1;  // a two-vector panel would mostly compute padding
   }
-  // 6 x 32 keeps 12 accumulators in registers; a single-vector row leaves room for more rows.
-  // With 16-float native vectors (AVX-512: 32 registers) 8 x 32 fits: convnext_tiny's MatMuls
-  // 3-15 % faster than 6 x 32 on an Intel Xeon (skylake-avx512, PoCL 3.1), 4 x 32 slower.
-  mr = nv == 2 ? (c.cpu_shaped() && c.native_vector_width_float >= 16 ? 8 : 6) : 8;
+  // A single-vector row leaves room for more rows.
+  int mr = nv == 2 ? (cpu && native >= 16 ? 8 : 6) : 8;
   if (M < mr) mr = M <= 2 ? static_cast<int>(std::max<int64_t>(M, 1)) : (M <= 4 ? 4 : 6);
   return {{"mr", mr}, {"vw", vw}, {"nv", nv}};
 }
