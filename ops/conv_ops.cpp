@@ -759,13 +759,13 @@ std::string conv_key(const ConvDesc& d) {
 // transformed at plan time, an output transform with the epilogue. 2.25x fewer multiplies than
 // the direct conv, for a scratch of 16 x tiles x (C + M) floats.
 bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
-  return d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
+  return d.s.M >= 4 && d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
          d.st3[2] == 1 && d.d3[1] == 1 && d.d3[2] == 1;
 }
-// Not a default anywhere yet: on the Xeon's PoCL, resnet18's layer1 conv takes 0.5 ms in the 16
-// GEMMs (the direct packed kernel 1.3 ms for the whole conv) but 1.7 ms in the input transform and
-// 0.6 ms in the output transform, so it loses overall; the tuner picks it where it wins.
-bool winograd_preferred(const ConvDesc&, const DeviceCaps&) { return false; }
+// CPU-shaped devices with at least 16 channels in and out.
+bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
+  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64;
+}
 VariantParams winograd_defaults(const ConvDesc&, const DeviceCaps&) { return {}; }
 
 // U[xi][c][m] = (G g G^T)[xi] for weights g = W[m][c], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
@@ -789,27 +789,34 @@ Tensor winograd_weights(const Tensor& w, int64_t M, int64_t C) {
 }
 
 void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
-  const ConvArgs a = conv_args(ctx, d);
+  const ConvArgs a = conv_args(ctx, d, true);
   const int64_t N = d.s.N, C = d.s.C, M = d.s.M, H = d.in3[1], W = d.in3[2], OH = d.out3[1], OW = d.out3[2];
-  const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, P = N * TH * TW;
-  if (16 * P * std::max(C, M) > INT_MAX) ctx.unsupported("feature maps too large for the Winograd variant");
+  const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2;
+  // Tile rows padded to vectors of TV tiles: 8 where that pads nothing, else 4 (28 tiles: 7 x 4;
+  // 14: 4 x 4, two padding tiles; 4: one vector).
+  const int tv = TW % 8 == 0 ? 8 : 4, mv = M % 8 == 0 ? 8 : 4;
+  const int64_t TWP = (TW + tv - 1) / tv * tv, Pp = N * TH * TWP;
+  if (16 * Pp * std::max(C, M) > INT_MAX || N * std::max(C, M) * std::max(H * W, OH * OW) > INT_MAX)
+    ctx.unsupported("feature maps too large for the Winograd variant");
   // Packed into a device constant inside launch_gemm_packed: the host tensor only lives here.
   Tensor widened;
   const Tensor u = winograd_weights(as_float32(ctx.in_data(1), &widened), M, C);
-  cl_mem V = ctx.scratch(DType::Float32, {16 * P * C}).mem;
-  cl_mem Mt = ctx.scratch(DType::Float32, {16 * P * M}).mem;
-  ctx.launch("conv_winograd", "winograd_input", a.tail, {static_cast<size_t>(P), static_cast<size_t>(C)}, {},
-             a.x, V, i32(C), i32(H), i32(W), i32(TH), i32(TW), i32(d.pb3[1]), i32(d.pb3[2]), i32(P));
+  cl_mem V = ctx.scratch(DType::Float32, {16 * Pp * C}).mem;
+  cl_mem Mt = ctx.scratch(DType::Float32, {16 * Pp * M}).mem;
+  ctx.launch("conv_winograd", "winograd_input",
+             "-DTV=" + std::to_string(tv) + BuildContext::storage_option("XS", ctx.input(0).dtype),
+             {static_cast<size_t>(TWP / tv), static_cast<size_t>(TH), static_cast<size_t>(N * C)}, {1, 1, 1}, a.x, V,
+             i32(C), i32(H), i32(W), i32(TH), i32(TWP), i32(d.pb3[1]), i32(d.pb3[2]), i32(Pp));
   GemmDesc g;
-  g.M = P;
+  g.M = Pp;
   g.N = M;
   g.K = C;
-  g.a_rs = 1;  // V[xi] is [C][P]: the GEMM's A (P x C) read transposed
-  g.a_ks = P;
+  g.a_rs = 1;  // V[xi] is [C][Pp]: the GEMM's A (Pp x C) read transposed
+  g.a_ks = Pp;
   g.a_off.resize(16);
   g.b_index.resize(16);
   for (int64_t xi = 0; xi < 16; ++xi) {
-    g.a_off[xi] = xi * P * C;
+    g.a_off[xi] = xi * Pp * C;
     g.b_index[xi] = xi;
   }
   g.b_host = &u;
@@ -818,8 +825,9 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   g.b_ks = M;
   g.b_ns = 1;
   launch_gemm_packed(ctx, V, Mt, g);
-  ctx.launch("conv_winograd", "winograd_output", a.tail, {static_cast<size_t>(M), static_cast<size_t>(P)}, {}, Mt,
-             a.bias, a.residual, a.y, i32(M), i32(OH), i32(OW), i32(TH), i32(TW), i32(P));
+  ctx.launch("conv_winograd", "winograd_output", "-DMV=" + std::to_string(mv) + a.tail,
+             {static_cast<size_t>((M + mv - 1) / mv), static_cast<size_t>(TW), static_cast<size_t>(N * TH)}, {1, 1, 1},
+             Mt, a.bias, a.residual, a.y, i32(M), i32(OH), i32(OW), i32(TH), i32(TWP), i32(Pp), a.lo, a.hi);
 }
 
 const KernelFamily<ConvDesc>& conv_family() {

@@ -214,6 +214,8 @@ TEST(Variants, ConvEveryVariantAndParameter) {
       // Winograd F(2,3) applies: odd output sizes (partial tiles), asymmetric padding.
       {"3x3 plain, odd sizes", 2, 5, 7, 1, {11, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 2, 1}, true, true},
       {"3x3 no padding, no bias", 1, 3, 4, 1, {8, 7}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, false},
+      // Rows of 16 tiles (Winograd's 8-tile vectors) and 16 channels (8-channel vectors).
+      {"3x3, 32-wide rows, 16 channels", 1, 5, 16, 1, {6, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}, true, true},
       // 40 channels per group: packed's two 16-channel vectors per work-item (its default on
       // AVX-512 CPUs) with a second block whose second vector is empty.
       {"3x3 stride 2, 2 groups of 40", 1, 6, 80, 2, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, true},
