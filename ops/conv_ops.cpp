@@ -762,30 +762,48 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
   return d.s.M >= 4 && d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
          d.st3[2] == 1 && d.d3[1] == 1 && d.d3[2] == 1;
 }
-// CPU-shaped devices with at least 16 channels in and out.
+// The default on CPU-shaped devices for convs with at least 16 input and 64 output channels and
+// output planes of at least 10x10 (AMD EPYC Zen 3, AVX2, PoCL 3.1, per conv inside the models:
+// resnet18's and resnet50's 3x3 convs at 56x56 0.82-0.90x the direct kernel's time, at 28x28 and
+// 14x14 0.63-0.70x; densenet121's 128 -> 32 convs 1.02-1.09x, as the input transform outweighs
+// the few output channels). At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of
+// the direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform,
+// ~45 ms) than the 0.45 ms they saved per run.
 bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64;
+  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100;
 }
 VariantParams winograd_defaults(const ConvDesc&, const DeviceCaps&) { return {}; }
 
-// U[xi][c][m] = (G g G^T)[xi] for weights g = W[m][c], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-Tensor winograd_weights(const Tensor& w, int64_t M, int64_t C) {
-  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  Tensor u(DType::Float32, {16, C, M});
+// U[xi][c][m] = (G g G^T)[xi] for weights g = W[m][c], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+// as sums and halvings (in double), written straight into the GEMM's packed panels of nr output
+// channels (GemmDesc::b_host_pack: B[xi][c][m]). As 16 x 3 x 3 products per (m, c) into a
+// [16][C][M] tensor, then repacked, resnet18's transforms took 120 ms of a 0.25 s warm start.
+void winograd_weights(const Tensor& w, int64_t M, int64_t C, int nr, int64_t npad, float* out) {
   const float* g = w.data<float>();
-  float* out = u.data<float>();
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t c = 0; c < C; ++c) {
+  const int64_t panels = npad / nr;
+  // G applied to the three values a, b, c (a row or a column of taps).
+  auto gmul = [](double a, double b, double c, double r[4]) {
+    r[0] = a;
+    r[1] = 0.5 * (a + b + c);
+    r[2] = 0.5 * (a - b + c);
+    r[3] = c;
+  };
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t m = 0; m < M; ++m) {
       const float* k = g + (m * C + c) * 9;
-      double t[4][3];  // G g
-      for (int i = 0; i < 4; ++i)
-        for (int b = 0; b < 3; ++b) t[i][b] = G[i][0] * k[0 * 3 + b] + G[i][1] * k[1 * 3 + b] + G[i][2] * k[2 * 3 + b];
-      for (int i = 0; i < 4; ++i)
+      double t[4][3];  // G g: the columns of g through G
+      for (int b = 0; b < 3; ++b) {
+        double col[4];
+        gmul(k[b], k[3 + b], k[6 + b], col);
+        for (int i = 0; i < 4; ++i) t[i][b] = col[i];
+      }
+      for (int i = 0; i < 4; ++i) {
+        double row[4];  // (G g) G^T: the rows of G g through G
+        gmul(t[i][0], t[i][1], t[i][2], row);
         for (int j = 0; j < 4; ++j)
-          out[((i * 4 + j) * C + c) * M + m] =
-              static_cast<float>(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+          out[(((i * 4 + j) * panels + m / nr) * C + c) * nr + m % nr] = static_cast<float>(row[j]);
+      }
     }
-  return u;
 }
 
 void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
@@ -798,9 +816,8 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   const int64_t TWP = (TW + tv - 1) / tv * tv, Pp = N * TH * TWP;
   if (16 * Pp * std::max(C, M) > INT_MAX || N * std::max(C, M) * std::max(H * W, OH * OW) > INT_MAX)
     ctx.unsupported("feature maps too large for the Winograd variant");
-  // Packed into a device constant inside launch_gemm_packed: the host tensor only lives here.
   Tensor widened;
-  const Tensor u = winograd_weights(as_float32(ctx.in_data(1), &widened), M, C);
+  const Tensor& w = as_float32(ctx.in_data(1), &widened);
   cl_mem V = ctx.scratch(DType::Float32, {16 * Pp * C}).mem;
   cl_mem Mt = ctx.scratch(DType::Float32, {16 * Pp * M}).mem;
   ctx.launch("conv_winograd", "winograd_input",
@@ -819,7 +836,7 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
     g.a_off[xi] = xi * Pp * C;
     g.b_index[xi] = xi;
   }
-  g.b_host = &u;
+  g.b_host_pack = [&](int nr, int64_t npad, float* out) { winograd_weights(w, M, C, nr, npad, out); };
   g.b_count = 16;
   g.b_bs = C * M;
   g.b_ks = M;

@@ -15,15 +15,21 @@ namespace {
 
 using ocl_infer::shape_to_string;
 
-// Host copy of B in the panel layout of gemm_f32_packed.
+// Host copy of B in the panel layout of gemm_f32_packed, written in order (column by column it
+// wrote every value nr floats from the last: ViT-B/16's and resnet18's Winograd weights took tens
+// of ms of a warm start to pack).
 HostFloats pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64_t npad) {
   HostFloats p(static_cast<size_t>(d.b_count * npad * d.K), 0.0f);
   const float* b = t.data<float>();
+  float* out = p.data();
   for (int64_t j = 0; j < d.b_count; ++j)
-    for (int64_t n = 0; n < d.N; ++n)
-      for (int64_t k = 0; k < d.K; ++k)
-        p[static_cast<size_t>(((j * (npad / nr) + n / nr) * d.K + k) * nr + n % nr)] =
-            b[j * d.b_bs + k * d.b_ks + n * d.b_ns];
+    for (int64_t n0 = 0; n0 < npad; n0 += nr) {
+      const int64_t cols = std::min<int64_t>(nr, d.N - n0);
+      for (int64_t k = 0; k < d.K; ++k, out += nr) {
+        const float* src = b + j * d.b_bs + k * d.b_ks + n0 * d.b_ns;
+        for (int64_t c = 0; c < cols; ++c) out[c] = src[c * d.b_ns];
+      }
+    }
   return p;
 }
 
@@ -89,7 +95,7 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   require_int32(ctx, {d.M, d.N, d.K, npad * d.K, d.a_rs, d.a_ks, d.c_rs, d.c_cs});
   std::string opts = "-DMR=" + std::to_string(mr) + " -DVW=" + std::to_string(v.at("vw")) +
                      " -DNV=" + std::to_string(v.at("nv")) + BuildContext::storage_option("AS", d.a_storage) +
-                     BuildContext::storage_option("BS", d.b_host ? DType::Float32 : ctx.input(d.b_input).dtype) +
+                     BuildContext::storage_option("BS", d.b_host || d.b_host_pack ? DType::Float32 : ctx.input(d.b_input).dtype) +
                      BuildContext::storage_option("CS", d.c_storage) + BuildContext::storage_option("YS", d.y_storage) +
                      (d.epilogue.residual >= 0 ? BuildContext::storage_option("RS", ctx.value(d.epilogue.residual).dtype)
                                                : "");
@@ -97,7 +103,11 @@ void packed_run(BuildContext& ctx, const GemmProblem& p, const VariantParams& v)
   // B packed: a constant is packed once here; anything else by a kernel before every product.
   cl_mem bp;
   std::string packed_opts;  // constants are packed in B's storage type
-  if (d.b_host) {
+  if (d.b_host_pack) {
+    HostFloats packed(static_cast<size_t>(d.b_count * npad * d.K), 0.0f);
+    d.b_host_pack(nr, npad, packed.data());
+    bp = ctx.constant_floats(std::move(packed), DType::Float32);
+  } else if (d.b_host) {
     bp = ctx.constant_floats(pack_b_host(*d.b_host, d, nr, npad), DType::Float32);
   } else if (ctx.is_const(d.b_input)) {
     const DType st = ctx.input(d.b_input).dtype;
@@ -200,7 +210,7 @@ void launch_gemm(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
 
 void launch_gemm_packed(BuildContext& ctx, cl_mem a, cl_mem y, const GemmDesc& d) {
   if (d.M == 0 || d.N == 0 || d.a_off.empty()) return;
-  const GemmProblem p{&d, a, y, d.b_host || ctx.is_const(d.b_input)};
+  const GemmProblem p{&d, a, y, d.b_host || d.b_host_pack || ctx.is_const(d.b_input)};
   packed_run(ctx, p, packed_defaults(p, ctx.caps()));
 }
 

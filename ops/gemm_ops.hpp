@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct GemmDesc {
   // Or B given as a float32 host tensor made at plan time (Winograd's transformed weights),
   // laid out through the same strides; then b_input is unused.
   const Tensor* b_host = nullptr;
+  // Or B written by b_host_pack straight into gemm_f32_packed's panel layout (for launch_gemm_packed
+  // only): out[((j * npad / nr + n / nr) * K + k) * nr + n % nr] = B[j][k][n], `out` zeroed,
+  // b_count * npad * K floats. Saves the host tensor and its repacking (Winograd's weights).
+  std::function<void(int nr, int64_t npad, float* out)> b_host_pack;
   std::vector<int64_t> b_index;
   float alpha = 1, beta = 0;
   // Optional C (nullptr: none), broadcast over [M, N] through strides (0 on a broadcast dim).

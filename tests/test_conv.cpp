@@ -386,14 +386,14 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
       {{2, 8, 8, 8, {9, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, "Relu", true},
       // Pointwise with pixel vectors, residual and Clip.
       {{2, 12, 20, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Clip", true},
-      // Winograd (the CPU-shaped default from 16 channels in and 64 out): odd output sizes
-      // (partial tiles, 4-tile vectors, 8-channel vectors); 16-tile rows (8-tile vectors) with
-      // asymmetric padding and a compiled activation; 66 channels (4-channel vectors, the last
-      // block overlapping its neighbour) over two images.
-      {{1, 16, 64, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
+      // Winograd (the CPU-shaped default from 16 channels in, 64 out and 10x10 outputs): odd
+      // output sizes (partial tiles, 4-tile vectors with padding tiles, 8-channel vectors); 16-tile
+      // rows (8-tile vectors) with asymmetric padding and a compiled activation; 66 channels
+      // (4-channel vectors, the last block overlapping its neighbour) over two images.
+      {{1, 16, 64, 1, {11, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Relu", true},
       {{1, 20, 72, 1, {6, 32}, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}}, "Sigmoid", true},
-      {{2, 16, 66, 1, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
-      {{1, 16, 64, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Relu", false},
+      {{2, 16, 66, 1, {10, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Clip", true},
+      {{1, 16, 64, 1, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Relu", false},
   };
   for (const Fused& f : cases) {
     const ConvCase& c = f.c;
