@@ -40,10 +40,10 @@
 #define VLOAD_W CAT(vload, TV2)
 #define VSTORE_T CAT(vstore, TV)
 
-// x: [N][C][H][W]; V: [16][C][Pp]. Global: (TWP / TV, TH, N * C); tile (ty, tx) reads input rows
+// x: [N][C][H][W]; V: [16][C][Pp] from element v_off. Global: (TWP / TV, TH, N * C); tile (ty, tx) reads input rows
 // 2*ty - pad_t .. +3 and columns 2*tx - pad_l .. +3.
-__kernel void winograd_input(__global const STORE_TYPE(XS)* restrict x, __global float* restrict V, int C, int H,
-                             int W, int TH, int TWP, int pad_t, int pad_l, int Pp) {
+__kernel void winograd_input(__global const STORE_TYPE(XS)* restrict x, __global float* restrict V, long v_off, int C,
+                             int H, int W, int TH, int TWP, int pad_t, int pad_l, int Pp) {
   const int tx0 = get_global_id(0) * TV, ty = get_global_id(1), nc = get_global_id(2);
   const int n = nc / C, c = nc % C;
   const int y0 = ty * 2 - pad_t, x0 = tx0 * 2 - pad_l;
@@ -84,7 +84,7 @@ __kernel void winograd_input(__global const STORE_TYPE(XS)* restrict x, __global
     t4[3][j] = d[1][j] - d[3][j];
   }
   const long stride = (long)Pp * C;
-  __global float* out = V + (long)c * Pp + ((long)n * TH + ty) * TWP + tx0;
+  __global float* out = V + v_off + (long)c * Pp + ((long)n * TH + ty) * TWP + tx0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     VSTORE_T(t4[i][0] - t4[i][2], 0, out + (i * 4 + 0) * stride);

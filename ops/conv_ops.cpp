@@ -814,16 +814,21 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   // 14: 4 x 4, two padding tiles; 4: one vector).
   const int tv = TW % 8 == 0 ? 8 : 4, mv = M % 8 == 0 ? 8 : 4;
   const int64_t TWP = (TW + tv - 1) / tv * tv, Pp = N * TH * TWP;
-  if (16 * Pp * std::max(C, M) > INT_MAX || N * std::max(C, M) * std::max(H * W, OH * OW) > INT_MAX)
+  if (16 * Pp * (C + M) > INT_MAX || N * std::max(C, M) * std::max(H * W, OH * OW) > INT_MAX)
     ctx.unsupported("feature maps too large for the Winograd variant");
   Tensor widened;
   const Tensor& w = as_float32(ctx.in_data(1), &widened);
-  cl_mem V = ctx.scratch(DType::Float32, {16 * Pp * C}).mem;
-  cl_mem Mt = ctx.scratch(DType::Float32, {16 * Pp * M}).mem;
+  // Both temporaries in the plan's shared workspace: the products Mt [16][Pp][M] from element 0
+  // (the GEMM writes its output from the start of a buffer), the transformed input V [16][C][Pp]
+  // after them (read through the GEMM's A offsets). As two scratch buffers per conv they were
+  // 42 MB of resnet18's plan.
+  const int64_t v_off = 16 * Pp * M;
+  cl_mem ws = ctx.workspace(DType::Float32, {v_off + 16 * Pp * C}).mem;
+  cl_mem V = ws, Mt = ws;
   ctx.launch("conv_winograd", "winograd_input",
              "-DTV=" + std::to_string(tv) + BuildContext::storage_option("XS", ctx.input(0).dtype),
              {static_cast<size_t>(TWP / tv), static_cast<size_t>(TH), static_cast<size_t>(N * C)}, {1, 1, 1}, a.x, V,
-             i32(C), i32(H), i32(W), i32(TH), i32(TWP), i32(d.pb3[1]), i32(d.pb3[2]), i32(Pp));
+             v_off, i32(C), i32(H), i32(W), i32(TH), i32(TWP), i32(d.pb3[1]), i32(d.pb3[2]), i32(Pp));
   GemmDesc g;
   g.M = Pp;
   g.N = M;
@@ -833,7 +838,7 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   g.a_off.resize(16);
   g.b_index.resize(16);
   for (int64_t xi = 0; xi < 16; ++xi) {
-    g.a_off[xi] = xi * Pp * C;
+    g.a_off[xi] = v_off + xi * Pp * C;
     g.b_index[xi] = xi;
   }
   g.b_host_pack = [&](int nr, int64_t npad, float* out) { winograd_weights(w, M, C, nr, npad, out); };
