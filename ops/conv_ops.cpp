@@ -757,10 +757,17 @@ std::string conv_key(const ConvDesc& d) {
 // winograd: F(2x2, 3x3) for 3x3, stride 1, dilation 1, one group, constant weights
 // (kernels/conv_winograd.cl): an input transform, 16 GEMMs over the channels with the weights
 // transformed at plan time, an output transform with the epilogue. 2.25x fewer multiplies than
-// the direct conv, for a scratch of 16 x tiles x (C + M) floats.
+// the direct conv, for a workspace of 16 x tiles x (C + M) floats (winograd_tiles: tile rows
+// padded to whole vectors of tiles).
+int winograd_tile_vector(const ConvDesc& d) { return ((d.out3[2] + 1) / 2) % 8 == 0 ? 8 : 4; }
+int64_t winograd_tiles(const ConvDesc& d) {
+  const int64_t tv = winograd_tile_vector(d), tw = (d.out3[2] + 1) / 2;
+  return d.s.N * ((d.out3[1] + 1) / 2) * ((tw + tv - 1) / tv * tv);
+}
 bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
-  return d.s.M >= 4 && d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 && d.k3[2] == 3 && d.st3[1] == 1 &&
-         d.st3[2] == 1 && d.d3[1] == 1 && d.d3[2] == 1;
+  return d.s.M >= 4 && d.const_weights && !d.scaled && d.s.G == 1 && d.s.w.rank() == 2 && d.k3[1] == 3 &&
+         d.k3[2] == 3 && d.st3[1] == 1 && d.st3[2] == 1 && d.d3[1] == 1 && d.d3[2] == 1 &&
+         16 * winograd_tiles(d) * (d.s.C + d.s.M) <= INT_MAX;
 }
 // The default on CPU-shaped devices for convs with at least 16 input and 64 output channels and
 // output planes of at least 10x10 (AMD EPYC Zen 3, AVX2, PoCL 3.1, per conv inside the models:
@@ -768,9 +775,11 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
 // 14x14 0.63-0.70x; densenet121's 128 -> 32 convs 1.02-1.09x, as the input transform outweighs
 // the few output channels). At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of
 // the direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform,
-// ~45 ms) than the 0.45 ms they saved per run.
+// ~45 ms) than the 0.45 ms they saved per run. Not where the workspace would pass 64 MiB (large
+// images: a 1500x1500 plane of 16 -> 64 channels would take 2.9 GB; the direct conv needs none).
 bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100;
+  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100 &&
+         16 * winograd_tiles(d) * (d.s.C + d.s.M) * 4 <= (int64_t{64} << 20);
 }
 VariantParams winograd_defaults(const ConvDesc&, const DeviceCaps&) { return {}; }
 
@@ -811,11 +820,9 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   const int64_t N = d.s.N, C = d.s.C, M = d.s.M, H = d.in3[1], W = d.in3[2], OH = d.out3[1], OW = d.out3[2];
   const int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2;
   // Tile rows padded to vectors of TV tiles: 8 where that pads nothing, else 4 (28 tiles: 7 x 4;
-  // 14: 4 x 4, two padding tiles; 4: one vector).
-  const int tv = TW % 8 == 0 ? 8 : 4, mv = M % 8 == 0 ? 8 : 4;
-  const int64_t TWP = (TW + tv - 1) / tv * tv, Pp = N * TH * TWP;
-  if (16 * Pp * (C + M) > INT_MAX || N * std::max(C, M) * std::max(H * W, OH * OW) > INT_MAX)
-    ctx.unsupported("feature maps too large for the Winograd variant");
+  // 14: 4 x 4, two padding tiles; 4: one vector). winograd_applies bounds 16 * Pp * (C + M).
+  const int tv = winograd_tile_vector(d), mv = M % 8 == 0 ? 8 : 4;
+  const int64_t TWP = (TW + tv - 1) / tv * tv, Pp = winograd_tiles(d);
   Tensor widened;
   const Tensor& w = as_float32(ctx.in_data(1), &widened);
   // Both temporaries in the plan's shared workspace: the products Mt [16][Pp][M] from element 0

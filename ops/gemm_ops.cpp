@@ -15,9 +15,8 @@ namespace {
 
 using ocl_infer::shape_to_string;
 
-// Host copy of B in the panel layout of gemm_f32_packed, written in order (column by column it
-// wrote every value nr floats from the last: ViT-B/16's and resnet18's Winograd weights took tens
-// of ms of a warm start to pack).
+// Host copy of B in the panel layout of gemm_f32_packed, written in order (it wrote column by
+// column, every value nr floats from the last).
 HostFloats pack_b_host(const Tensor& t, const GemmDesc& d, int nr, int64_t npad) {
   HostFloats p(static_cast<size_t>(d.b_count * npad * d.K), 0.0f);
   const float* b = t.data<float>();

@@ -24,8 +24,8 @@ struct GemmDesc {
   // b_index[b] (empty: matrix 0 for every batch). b_count: how many matrices B holds.
   int b_input = 1;
   int64_t b_ks = 0, b_ns = 1, b_bs = 0, b_count = 1;
-  // Or B given as a float32 host tensor made at plan time (Winograd's transformed weights),
-  // laid out through the same strides; then b_input is unused.
+  // Or B given as a float32 host tensor made at plan time (the audio ops' DFT bases), laid out
+  // through the same strides; then b_input is unused.
   const Tensor* b_host = nullptr;
   // Or B written by b_host_pack straight into gemm_f32_packed's panel layout (for launch_gemm_packed
   // only): out[((j * npad / nr + n / nr) * K + k) * nr + n % nr] = B[j][k][n], `out` zeroed,
