@@ -592,12 +592,36 @@ int packed_default_order(const ConvDesc& d) {
 // PoCL 3.1; `perf` puts the two-vector kernel's time on the weight loads). The strided ones
 // (resnet18's layer4.0.conv1: 0.53 -> 0.41 ms) keep two vectors: that program is the one the
 // earlier layers' strided convs use, and one more program cost resnet18's first run ~0.25 s.
+bool packed_small_plane(const ConvDesc& d) {
+  return !d.pointwise && d.k3[0] * d.k3[1] * d.k3[2] > 1 && d.st3[0] * d.st3[1] * d.st3[2] == 1 &&
+         packed_out3(d)[0] * packed_out3(d)[1] * packed_out3(d)[2] <= 64 &&
+         d.C_g * d.k3[0] * d.k3[1] * d.k3[2] >= 1024;
+}
+
 int packed_default_ocv(const ConvDesc& d, const DeviceCaps& c, int ocb) {
-  const bool small_plane = !d.pointwise && d.k3[0] * d.k3[1] * d.k3[2] > 1 &&
-                           d.st3[0] * d.st3[1] * d.st3[2] == 1 &&
-                           packed_out3(d)[0] * packed_out3(d)[1] * packed_out3(d)[2] <= 64 &&
-                           d.C_g * d.k3[0] * d.k3[1] * d.k3[2] >= 1024;
-  return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb && !small_plane ? 2 : 1;
+  return c.cpu_shaped() && c.native_vector_width_float >= 16 && ocb == 16 && d.M_g >= 2 * ocb &&
+                 !packed_small_plane(d)
+             ? 2
+             : 1;
+}
+
+// CPUs with 16 vector registers of 8 floats (AVX2): a 16-channel vector is two registers, so the
+// default 8 (or 7) pixels x 16 channels keep 14-16 registers of accumulators beside the row's
+// weights, and the compiler spills them to the stack inside the reduction loop (seen in the
+// generated code). 4 pixels (8 registers) instead, for spatial kernels with 16-channel blocks;
+// kernels wider than 3 taps take 2 x 8 channels, which runs the taps-outer loop (two weight
+// registers per tap rather than all of the row's). Always from the padded copy: with 4-pixel
+// blocks the checked loads (CHECK_COLUMNS) slowed every block, not only the border ones (the 7x7
+// stem 1.70 ms padded, 2.43 checked; 3x3 convs 1.3-1.6x). Per conv (minima of alternating
+// processes, AMD EPYC Zen 3, PoCL 3.1): resnet18's 3x3 stride-2 convs 1.27/1.21/1.21 ->
+// 0.80/1.00/0.91 ms, resnet50's 2.57/2.47/2.56 -> 1.65-1.76/2.12/2.20 ms, the 7x7 stride-2 stem
+// 2.43 -> 1.70 ms, a 5x5 conv 0.54 -> 0.47 ms; 12 accumulators (16 x 6, 8 x 12) spilled again and
+// took 1.3-2x as long. Not for 7x7 planes with long reductions (packed_small_plane: each weight
+// then serves 4 pixels instead of 7, resnet18's layer4 3x3 convs 1.39 -> 1.66 ms) nor 1x1 strided
+// convs (within noise either way).
+bool packed_narrow_registers(const ConvDesc& d, const DeviceCaps& c, int ocb) {
+  return c.cpu_shaped() && c.native_vector_width_float == 8 && ocb == 16 && !d.pointwise &&
+         d.k3[0] * d.k3[1] * d.k3[2] > 1 && !packed_small_plane(d);
 }
 
 // Pixels per work-item: 8, or 7 or 6 where they cover the row with fewer padded pixels and the
@@ -657,14 +681,19 @@ int packed_default_pad(const ConvDesc& d, int owb) {
 }
 
 VariantParams packed_defaults(const ConvDesc& d, const DeviceCaps& c) {
-  const int ocb = channel_block(d.M_g);
-  const int ocv = packed_default_ocv(d, c, ocb);
-  const int owb = packed_default_owb(packed_out3(d)[2], d.C_g * d.k3[0] * d.k3[1] * d.k3[2], ocv == 2 && d.k3[2] <= 3);
-  return {{"ocb", ocb},
-          {"owb", owb},
-          {"order", packed_default_order(d)},
-          {"ocv", ocv},
-          {"pad", packed_default_pad(d, owb)}};
+  int ocb = channel_block(d.M_g);
+  int ocv = packed_default_ocv(d, c, ocb);
+  int owb = packed_default_owb(packed_out3(d)[2], d.C_g * d.k3[0] * d.k3[1] * d.k3[2], ocv == 2 && d.k3[2] <= 3);
+  int pad = packed_default_pad(d, owb);
+  if (packed_narrow_registers(d, c, ocb)) {
+    owb = static_cast<int>(std::min<int64_t>(4, packed_out3(d)[2]));
+    if (d.k3[2] > 3) {
+      ocb = 8;
+      ocv = 2;
+    }
+    pad = packed_border_share(d, owb) > 0 ? 1 : 0;
+  }
+  return {{"ocb", ocb}, {"owb", owb}, {"order", packed_default_order(d)}, {"ocv", ocv}, {"pad", pad}};
 }
 
 bool packed_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
@@ -773,7 +802,9 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
 // output planes of at least 10x10 (AMD EPYC Zen 3, AVX2, PoCL 3.1, per conv inside the models:
 // resnet18's and resnet50's 3x3 convs at 56x56 0.82-0.90x the direct kernel's time, at 28x28 and
 // 14x14 0.63-0.70x; densenet121's 128 -> 32 convs 1.02-1.09x, as the input transform outweighs
-// the few output channels). At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of
+// the few output channels). With few input channels the GEMMs' reductions are short and the
+// direct kernel's AVX2 block comes close: squeezenet1_1's 16 -> 64 convs at 55x55 0.43-0.45 ms as
+// Winograd, 0.44-0.47 ms direct; its 48 -> 192 at 13x13 0.16 vs 0.23 ms. At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of
 // the direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform,
 // ~45 ms) than the 0.45 ms they saved per run. Not where the workspace would pass 64 MiB (large
 // images: a 1500x1500 plane of 16 -> 64 channels would take 2.9 GB; the direct conv needs none).
