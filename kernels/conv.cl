@@ -432,11 +432,14 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 // conv_f32_pixvec: convs with a short reduction (few input channels: 3-channel stems), where
 // conv_f32_packed's channel vectors leave through a transpose or lane by lane and the stores
 // outweigh the FMAs. A work-item computes OCB output channels x PXV vectors of 16 consecutive
-// output pixels of one row: per tap one vector of input pixels (stride 2: the even lanes of 32
-// floats), OCB packed weights broadcast from memory, OCB x PXV FMAs; the outputs leave as whole
-// vectors. X is the input copied with its column padding made real (pad_rows: every column a
-// work-item reads lies inside its padded row, including the odd lane past the last one with
-// stride 2); rows are checked for the vertical padding. Needs OW >= PIX: the last pixel block is
+// output pixels of one row: per tap one vector of input pixels, OCB packed weights broadcast from
+// memory, OCB x PXV FMAs; the outputs leave as whole vectors. X is the input copied with its
+// column padding made real (pad_rows: every column a work-item reads lies inside its padded row);
+// with stride 2 each copied row holds its even columns, then its odd ones (pad_rows' split), so
+// a tap's 16 inputs are 16 consecutive floats of one half: (2 * p + t) / 2 = p + t / 2 in the
+// even half for even column offsets t = kw * DW, in the odd half for odd ones. (Read as the even
+// lanes of 32 consecutive floats instead, the stride-2 stems took 1.8x the time of the same
+// convs at stride 1.) Rows are checked for the vertical padding. Needs OW >= PIX: the last pixel block is
 // moved left to end at OW (it overlaps its neighbour; Y never aliases X or residual).
 // Global: (oc_blocks, ceil(OW / PIX), N*G*OD*OH); X [N][G*C_g][D][H][WP], weights packed as for
 // conv_f32_pointwise (blocks of OCB), Y [N][G*M_g][OD][OH][OW].
@@ -456,7 +459,12 @@ __kernel void conv_f32_pixvec(__global const XT* restrict X, __global const PT* 
   const int g = ng % G, n = ng / G;
   const int oc0 = ob * OCB;
   const long plane = (long)D * H * WP;
+#if SW == 2
+  const int odd0 = (WP + 1) / 2;  // the odd columns' offset in a split row
+  X += ((long)n * G + g) * C_g * plane + p0;
+#else
   X += ((long)n * G + g) * C_g * plane + (long)p0 * SW;
+#endif
   Wp += ((long)g * oc_blocks + ob) * C_g * (KD * KH * KW * OCB);
 
   float16 acc[OCB][PXV];
@@ -488,8 +496,7 @@ __kernel void conv_f32_pixvec(__global const XT* restrict X, __global const PT* 
 #if SW == 1
             x[v] = LDN(XS, 16, xr + kw * DW + v * 16, 0);
 #else
-            const float16 a = LDN(XS, 16, xr + kw * DW + v * 32, 0), b = LDN(XS, 16, xr + kw * DW + v * 32 + 16, 0);
-            x[v] = (float16)(a.even, b.even);
+            x[v] = LDN(XS, 16, xr + ((kw * DW) % 2 ? odd0 : 0) + (kw * DW) / 2 + v * 16, 0);
 #endif
           }
 #pragma unroll
@@ -807,10 +814,11 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
 // The padded copy of a conv input (as pad.cl's pad_rows: `rows` rows of `width` values into rows
 // of `padded` values from column `left`, zeros around) for a conv with a fused per-channel scale:
 // the values are multiplied by their channel's scale (row r belongs to plane r / plane_rows, image
-// plane / channels), the padding stays 0.
+// plane / channels), the padding stays 0; `split` as for pad_rows (even columns, then odd ones).
 __kernel void conv_pad_rows_scaled(__global const XT* restrict src, __global XT* restrict dst,
                                    __global const SCT* restrict in_scale, int rows, int width, int padded,
-                                   int left, int per_item, int plane_rows, int channels, int scale_n) {
+                                   int left, int per_item, int plane_rows, int channels, int scale_n,
+                                   int split) {
   const int r0 = (int)get_global_id(0) * per_item;
   const int r1 = min(rows, r0 + per_item);
   for (int r = r0; r < r1; ++r) {
@@ -818,6 +826,12 @@ __kernel void conv_pad_rows_scaled(__global const XT* restrict src, __global XT*
     const float sc = LD(SS, in_scale, (long)(plane / channels) * scale_n + plane % channels);
     const __global XT* s = src + (long)r * width;
     __global XT* d = dst + (long)r * padded;
+    if (split) {
+      const int odd0 = (padded + 1) / 2;
+      for (int i = 0; i < padded; ++i)
+        ST(XS, d, (i & 1) ? odd0 + i / 2 : i / 2, i >= left && i < left + width ? LD(XS, s, i - left) * sc : 0.0f);
+      continue;
+    }
 #pragma clang loop unroll(disable) vectorize(disable)
     for (int i = 0; i < left; ++i) ST(XS, d, i, 0.0f);
     for (int i = 0; i < width; ++i) ST(XS, d, left + i, LD(XS, s, i) * sc);

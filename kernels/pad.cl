@@ -50,15 +50,22 @@ __kernel void pad_generic(__global const E* src, __global E* dst, __global const
 // `left`, zeros around them: a conv's input with its column padding made real once, so that every
 // work-item of the conv reads its row segments unchecked (ops/conv_ops.cpp, packed variant). A
 // work-item copies `per_item` rows (rows are short: one work-group per row would cost more than
-// the copy).
+// the copy). With `split` each padded row is stored as its even columns, then its odd ones (the
+// even half (padded + 1) / 2 words long): a stride-2 conv then reads each tap's inputs as
+// consecutive words (conv.cl's pixvec).
 __kernel void pad_rows(__global const E* restrict src, __global E* restrict dst, int rows, int width,
-                       int padded, int left, int per_item) {
+                       int padded, int left, int per_item, int split) {
   const int r0 = (int)get_global_id(0) * per_item;
   const int r1 = min(rows, r0 + per_item);
   const int right = left + width;
   for (int r = r0; r < r1; ++r) {
     const __global E* s = src + (long)r * width;
     __global E* d = dst + (long)r * padded;
+    if (split) {
+      const int odd0 = (padded + 1) / 2;
+      for (int i = 0; i < padded; ++i) d[(i & 1) ? odd0 + i / 2 : i / 2] = i >= left && i < right ? s[i - left] : (E)0;
+      continue;
+    }
     // A few zeros each side: rolled loops (vectorised copies of these cost compile time at the
     // kernel's first launch and gain nothing).
 #pragma clang loop unroll(disable) vectorize(disable)

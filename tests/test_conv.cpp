@@ -284,9 +284,10 @@ TEST(Conv, PackedPaddedCopyMatchesCheckedPath) {
   EXPECT_LE(rel_error(got, want), fp16_mode() ? 2e-3 : 1e-4);
 }
 
-// pixvec: vectors of 16 output pixels along a row (stride 1 or 2, the even lanes of 32 floats),
-// the input from a padded copy; the last pixel block moved left to end at the row's end. Forced on
-// stems, grouped, batched, dilated, asymmetric-padded, 1-D and 3-D geometries, with its defaults
+// pixvec: vectors of 16 output pixels along a row (stride 1, or 2 from a copy whose rows are split
+// into even and odd columns), the input from a padded copy; the last pixel block moved left to end
+// at the row's end. Forced on stems, grouped, batched, dilated (stride 2: even and odd column
+// offsets of the taps), asymmetric-padded, 1-D and 3-D geometries, with its defaults
 // and, alternating between the cases (each combination is a program build: CI time), each
 // parameter's extremes.
 TEST(Conv, PixvecMatchesReference) {
@@ -295,6 +296,8 @@ TEST(Conv, PixvecMatchesReference) {
       {1, 3, 16, 1, {23, 111}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}},    // squeezenet-like stem
       {2, 3, 12, 1, {9, 64}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},      // padded stem, batch 2
       {1, 6, 10, 2, {7, 50}, {3, 3}, {1, 1}, {1, 2}, {2, 1, 0, 3}},      // groups, dilation, asym.
+      {1, 4, 8, 1, {6, 71}, {3, 3}, {2, 2}, {1, 2}, {1, 2, 0, 1}},       // stride 2, even dilation
+      {1, 3, 7, 1, {5, 60}, {2, 4}, {2, 2}, {1, 3}, {0, 4, 1, 3}},       // stride 2, odd dilation
       {1, 4, 9, 1, {5, 37}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},       // 1x1 stride 2
       {2, 3, 5, 1, {70}, {5}, {2}, {1}, {2, 1}},                         // 1-D
       {1, 2, 8, 1, {3, 4, 33}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}},  // 3-D

@@ -208,7 +208,8 @@ TEST(Optimizer, FusesResidualAddThenActivation) {
 
 // Squeeze-and-excitation: a per-channel Mul(x, s) feeding a Conv becomes the conv's input scale
 // (fuse_channel_scale): the 1x1 conv (pointwise kernel), a padded 3x3 conv (packed: the padded copy
-// carries the scale), a short-reduction conv on wide rows (pixvec), s as [N, C, 1, 1] per image,
+// carries the scale), short-reduction convs on wide rows (pixvec; at stride 2 its copy splits the
+// rows into even and odd columns), s as [N, C, 1, 1] per image,
 // [1, C, 1, 1] and [C, 1, 1], Mul(s, x) as well as Mul(x, s); every conv variant that applies,
 // forced. Not fused: a Mul read by something else too, a grouped conv, a scale that varies over
 // the rows.
@@ -217,7 +218,8 @@ TEST(Optimizer, FoldsPerChannelScaleIntoTheNextConv) {
   const int64_t C = 8;
   for (int64_t N : {1, 2}) {
     ModelBuilder m(13);
-    m.input("x", DType::Float32, {N, C, 9, 20}).output("y1").output("y2").output("y3").output("y4").output("y5");
+    m.input("x", DType::Float32, {N, C, 9, 37}).output("y1").output("y2").output("y3").output("y4").output("y5");
+    m.output("y6");
     m.initializer("we", conv_weight(rng, C, C, 1)).initializer("wse", conv_weight(rng, C, C, 1));
     m.initializer("w1", conv_weight(rng, 6, C, 1)).initializer("w3", conv_weight(rng, 5, C, 3));
     m.initializer("wv", conv_weight(rng, 16, C, 3)).initializer("b1", random_tensor({6}, rng));
@@ -233,15 +235,19 @@ TEST(Optimizer, FoldsPerChannelScaleIntoTheNextConv) {
     attr_ints(m.node("Conv", {"m3", "w3"}, {"y2"}), "pads", {1, 1, 1, 1});  // packed, padded copy
     m.node("Mul", {"r", "sc"}, {"mv"});
     attr_ints(m.node("Conv", {"mv", "wv"}, {"y3"}), "pads", {1, 2, 1, 0});  // constant [C, 1, 1] scale
+    m.node("Mul", {"s", "r"}, {"m6"});
+    auto& strided = m.node("Conv", {"m6", "wv"}, {"y6"});  // stride 2: 37 + 3 -> 19 pixels
+    attr_ints(strided, "pads", {1, 2, 0, 1});
+    attr_ints(strided, "strides", {2, 2});
     m.node("Mul", {"r", "s"}, {"m4"});  // read twice: stays
     m.node("Conv", {"m4", "w1"}, {"y5"});
     m.node("Add", {"m4", "r"}, {"a4"});
     m.node("ReduceSum", {"a4"}, {"y4"});
-    const Tensor x = random_tensor({N, C, 9, 20}, rng);
+    const Tensor x = random_tensor({N, C, 9, 37}, rng);
     auto r = check_same(m, {{"x", x}});
     int fused = 0;
     for (auto& ops : r.ops) fused += ops == "Mul+Conv";
-    EXPECT_EQ(fused, 3) << r.graph_json;
+    EXPECT_EQ(fused, 4) << r.graph_json;
     for (const char* force : {"conv=packed:pad=0", "conv=packed:pad=1", "conv=tiled", "conv=pixvec", "conv=pointwise"}) {
       std::string b = m.bytes();
       ocl_infer::SessionOptions opt;
