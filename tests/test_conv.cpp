@@ -389,8 +389,12 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
       // Rows of 7 (narrower than a vector): the last row's vector epilogue with a residual.
       {{1, 24, 24, 24, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "Sigmoid", true},
       {{2, 8, 8, 8, {9, 12}, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}}, "Relu", true},
-      // Pointwise with pixel vectors, residual and Clip.
+      // Pointwise with pixel vectors, residual and Clip; planes of 49 and 56 pixels (on CPUs two
+      // blocks of 24, then a block of one 8-pixel vector ending at the plane's end, with a
+      // compiled activation and with the run-time clamp).
       {{2, 12, 20, 1, {5, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Clip", true},
+      {{2, 12, 20, 1, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Sigmoid", true},
+      {{1, 9, 13, 1, {7, 8}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}}, "Relu", true},
       // Winograd (the CPU-shaped default from 16 channels in, 64 out and 10x10 outputs): odd
       // output sizes (partial tiles, 4-tile vectors with padding tiles, 8-channel vectors); 16-tile
       // rows (8-tile vectors) with asymmetric padding and a compiled activation; 66 channels
