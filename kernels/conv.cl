@@ -468,8 +468,8 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 // a tap's 16 inputs are 16 consecutive floats of one half: (2 * p + t) / 2 = p + t / 2 in the
 // even half for even column offsets t = kw * DW, in the odd half for odd ones. (Read as the even
 // lanes of 32 consecutive floats instead, the stride-2 stems took 1.8x the time of the same
-// convs at stride 1.) Rows are checked for the vertical padding. Needs OW >= PIX: the last pixel block is
-// moved left to end at OW (it overlaps its neighbour; Y never aliases X or residual).
+// convs at stride 1.) Rows are checked for the vertical padding. Needs OW >= PIX: the last pixel
+// block is moved left to end at OW (it overlaps its neighbour; Y never aliases X or residual).
 // Global: (oc_blocks, ceil(OW / PIX), N*G*OD*OH); X [N][G*C_g][D][H][WP], weights packed as for
 // conv_f32_pointwise (blocks of OCB), Y [N][G*M_g][OD][OH][OW].
 __kernel void conv_f32_pixvec(__global const XT* restrict X, __global const PT* restrict Wp,

@@ -805,13 +805,14 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
 // The default on CPU-shaped devices for convs with at least 16 input and 64 output channels and
 // output planes of at least 10x10 (AMD EPYC Zen 3, AVX2, PoCL 3.1, per conv inside the models:
 // resnet18's and resnet50's 3x3 convs at 56x56 0.82-0.90x the direct kernel's time, at 28x28 and
-// 14x14 0.63-0.70x; densenet121's 128 -> 32 convs 1.02-1.09x, as the input transform outweighs
-// the few output channels). With few input channels the GEMMs' reductions are short and the
-// direct kernel's AVX2 block comes close: squeezenet1_1's 16 -> 64 convs at 55x55 0.43-0.45 ms as
-// Winograd, 0.44-0.47 ms direct; its 48 -> 192 at 13x13 0.16 vs 0.23 ms. At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of
-// the direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform,
-// ~45 ms) than the 0.45 ms they saved per run. Not where the workspace would pass 64 MiB (large
-// images: a 1500x1500 plane of 16 -> 64 channels would take 2.9 GB; the direct conv needs none).
+// 14x14 0.63-0.70x; densenet121's 128 -> 32 convs 1.02-1.09x, as the input transform outweighs the
+// few output channels). With few input channels the GEMMs' reductions are short and the direct
+// kernel's AVX2 block comes close: squeezenet1_1's 16 -> 64 convs at 55x55 0.43-0.45 ms as
+// Winograd, 0.44-0.47 ms direct (in noisier minutes 0.81 vs 0.62: not settled); its 48 -> 192 at
+// 13x13 0.16 vs 0.23 ms. At 7x7 (resnet18's layer4, 0.88x) the transformed weights (16/9 of the
+// direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform, ~45
+// ms) than the 0.45 ms they saved per run. Not where the workspace would pass 64 MiB (large images:
+// a 1500x1500 plane of 16 -> 64 channels would take 2.9 GB; the direct conv needs none).
 bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
   return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100 &&
          16 * winograd_tiles(d) * (d.s.C + d.s.M) * 4 <= (int64_t{64} << 20);
