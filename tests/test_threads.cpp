@@ -1,6 +1,7 @@
 // Thread safety (see the contract on ocl_infer::Session): N threads x M runs on one shared session,
 // starting with concurrent first runs (lazy planning), and on one session per thread; every
-// output bit-exact against the same inputs run single-threaded. Also built and run under
+// output bit-exact against the same inputs run single-threaded; sessions made and destroyed in
+// several threads at once on the shared context. Also built and run under
 // ThreadSanitizer by tools/sanitize.sh.
 #include <gtest/gtest.h>
 
@@ -102,6 +103,34 @@ TEST(Threads, SessionPerThread) {
         }
       } catch (const std::exception&) {
         ++errors;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+}
+
+// Sessions on one device share the process's OpenCL context: sessions made, run and destroyed in
+// several threads at once (half of them profiling, so with another kind of queue), each building
+// its programs while others release theirs, still give the single-threaded results.
+TEST(Threads, SessionsComeAndGoOnOneContext) {
+  const Fixture f = make_fixture();
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int cycle = 0; cycle < 3; ++cycle) {
+        try {
+          ocl_infer::SessionOptions o;
+          o.profiling = (t + cycle) % 2 == 0;
+          auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size(), o);
+          for (int r = 0; r < 2; ++r) {
+            const int i = t * kRuns + cycle * 2 + r;
+            wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
+          }
+        } catch (const std::exception&) {
+          ++errors;
+        }
       }
     });
   for (auto& th : threads) th.join();

@@ -291,7 +291,9 @@ struct LayerProfile {
 
 // Thread safety: every member function may be called from several threads at once. run() calls
 // on one session are serialised (one inference at a time per session, each returning the same
-// results as if called alone); sessions share nothing, so a session per thread runs in parallel.
+// results as if called alone); sessions share no state but the process's one OpenCL context per
+// device (each has its own command queue, buffers and kernels; the context keeps the driver's
+// compiler set up between sessions), so a session per thread runs in parallel.
 // Moving or destroying a session while another thread uses it is not allowed.
 class Session {
  public:
