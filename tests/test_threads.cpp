@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "runtime/backend/cl_runtime.hpp"
 #include "tests/model_builder.hpp"
 
 using namespace testing_util;
@@ -131,6 +132,39 @@ TEST(Threads, SessionsComeAndGoOnOneContext) {
         } catch (const std::exception&) {
           ++errors;
         }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+}
+
+// release_shared_contexts: sessions alive keep working on their context (it goes with the last
+// of them); the next session makes a new one; calls racing with sessions being made are safe.
+TEST(Threads, ReleaseSharedContexts) {
+  const Fixture f = make_fixture();
+  auto a = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+  EXPECT_GE(oi::shared_context_count(), 1);
+  ocl_infer::release_shared_contexts();
+  EXPECT_EQ(oi::shared_context_count(), 0);
+  EXPECT_EQ(compare(a.run({{"x", f.inputs[0]}}), f.expect[0]), 0);
+  auto b = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+  EXPECT_EQ(oi::shared_context_count(), 1);
+  EXPECT_EQ(compare(b.run({{"x", f.inputs[1]}}), f.expect[1]), 0);
+  EXPECT_EQ(compare(a.run({{"x", f.inputs[2]}}), f.expect[2]), 0);
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        if (t % 2) {
+          for (int i = 0; i < 20; ++i) ocl_infer::release_shared_contexts();
+          return;
+        }
+        auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+        wrong += compare(s.run({{"x", f.inputs[t]}}), f.expect[t]);
+      } catch (const std::exception&) {
+        ++errors;
       }
     });
   for (auto& th : threads) th.join();

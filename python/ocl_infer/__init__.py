@@ -33,9 +33,9 @@ from ._ocl_infer import (  # noqa: F401  (re-exported)
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "Profile", "list_devices",
-    "get_available_providers", "get_device", "operator_catalog", "supported_operators",
-    "quantize", "tune", "Error", "ModelError", "UnsupportedError", "InputError", "DeviceError",
-    "KernelBuildError", "__version__",
+    "release_shared_contexts", "get_available_providers", "get_device", "operator_catalog",
+    "supported_operators", "quantize", "tune", "Error", "ModelError", "UnsupportedError",
+    "InputError", "DeviceError", "KernelBuildError", "__version__",
 ]
 
 __version__: str = _ocl_infer.version()
@@ -341,6 +341,14 @@ def list_devices() -> List[Dict[str, Any]]:
     """Every OpenCL device of every platform (index, name, type, driver, memory, ...). Raises
     :class:`DeviceError` when no OpenCL platform is installed."""
     return _ocl_infer.list_devices()
+
+
+def release_shared_contexts() -> None:
+    """Sessions on one device share one OpenCL context per process, kept after the last session
+    goes so that later sessions find the driver's compiler set up (PoCL: its kernel library,
+    parsed at the first build from source, ~110 MB). This drops the process's references: each
+    context and that memory go with their last session."""
+    _ocl_infer.release_shared_contexts()
 
 
 def get_device() -> str:

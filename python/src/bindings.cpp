@@ -400,6 +400,8 @@ PYBIND11_MODULE(_ocl_infer, m) {
       .def("dump", &PySession::dump, py::arg("what"))
       .def("executed_nodes", &PySession::executed_nodes);
   m.def("list_devices", &list_devices);
+  m.def("release_shared_contexts", &ocl_infer::release_shared_contexts,
+        py::call_guard<py::gil_scoped_release>());
   m.def("operator_catalog", &operator_catalog);
   m.def("supported_operators", &ocl_infer::supported_operators);
   m.def("model_is_quantized", &ocl_infer::model_is_quantized, py::arg("path"));

@@ -519,24 +519,47 @@ namespace {
 // bitcode) at a context's first build from source and frees it with the context, 0.4-0.5 s each
 // time on a 2-core AMD EPYC, so a process that opened sessions one after another (the test suites,
 // a server loading models) paid it per session: test_elementwise from empty caches 72 -> 24 s.
-// The process keeps its reference (and the driver's parsed library) until exit;
-// each runtime holds one more. Leaked on purpose: runtimes may outlive static destruction.
+// The process keeps its reference (and the driver's parsed library, ~110 MB) until exit
+// or release_shared_contexts(); each runtime holds one more. Leaked on purpose: runtimes may
+// outlive static destruction.
+struct SharedContexts {
+  std::mutex mu;
+  std::map<cl_device_id, cl_context> contexts;
+};
+
+SharedContexts& shared_contexts() {
+  static auto* s = new SharedContexts;
+  return *s;
+}
+
 cl_context shared_context(cl_device_id device) {
-  static auto* mu = new std::mutex;
-  static auto* contexts = new std::map<cl_device_id, cl_context>;
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = contexts->find(device);
-  if (it == contexts->end()) {
+  SharedContexts& s = shared_contexts();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.contexts.find(device);
+  if (it == s.contexts.end()) {
     cl_int err = CL_SUCCESS;
     cl_context c = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
     cl_check(err, "clCreateContext");
-    it = contexts->emplace(device, c).first;
+    it = s.contexts.emplace(device, c).first;
   }
   cl_check(clRetainContext(it->second), "clRetainContext");
   return it->second;
 }
 
 }  // namespace
+
+void release_shared_contexts() {
+  SharedContexts& s = shared_contexts();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& [device, context] : s.contexts) clReleaseContext(context);
+  s.contexts.clear();
+}
+
+int shared_context_count() {
+  SharedContexts& s = shared_contexts();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return static_cast<int>(s.contexts.size());
+}
 
 ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
                      std::function<void(const std::string&)> log, bool profiling)

@@ -64,6 +64,12 @@ struct DeviceHandle {
 // Reads the device's capabilities.
 DeviceCaps query_caps(cl_device_id device);
 
+// The process's shared contexts (one per device; see shared_context in cl_runtime.cpp):
+// release_shared_contexts drops the process's references (ocl_infer::release_shared_contexts);
+// shared_context_count says how many it holds (for tests).
+void release_shared_contexts();
+int shared_context_count();
+
 // All devices of all platforms, in a stable order. Throws DeviceError when there is no platform.
 std::vector<DeviceHandle> enumerate_devices();
 // Resolves SessionOptions::device (see the public header). Throws DeviceError listing the devices

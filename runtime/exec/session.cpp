@@ -722,6 +722,8 @@ std::vector<DeviceInfo> list_devices() {
   return r;
 }
 
+void release_shared_contexts() { oi::release_shared_contexts(); }
+
 const char* version() { return "0.1.0"; }
 
 std::vector<std::string> supported_operators() { return oi::supported_ops(); }

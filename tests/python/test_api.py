@@ -266,6 +266,19 @@ def test_threads_share_one_session(models):
     assert not failures
 
 
+def test_release_shared_contexts(models):
+    # A session made before the release keeps its context; the next session makes a new one.
+    a = ocl_infer.InferenceSession(models["dynamic"])
+    x = np.random.default_rng(3).standard_normal((2, 3, 5)).astype(np.float32)
+    want = a.run(None, {"x": x})
+    ocl_infer.release_shared_contexts()
+    b = ocl_infer.InferenceSession(models["dynamic"])
+    for got in (a.run(None, {"x": x}), b.run(None, {"x": x})):
+        for g, e in zip(got, want):
+            assert np.array_equal(g, e)
+    np.testing.assert_allclose(want[1], np.maximum(x, 0))
+
+
 def test_fp16_profile_and_stats(models):
     w, w2 = models["conv_weights"]
     img = np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)
