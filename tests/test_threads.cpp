@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "runtime/backend/cl_runtime.hpp"
@@ -64,44 +65,15 @@ int compare(const std::map<std::string, Tensor>& got, const std::map<std::string
   return bad;
 }
 
-TEST(Threads, SharedSessionFromTheFirstRun) {
-  const Fixture f = make_fixture();
-  auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
-  std::atomic<int> wrong{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRuns; ++r) {
-        const int i = t * kRuns + r;
-        try {
-          wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
-          if (r % 5 == 0) {
-            s.profile();  // readers of session state alongside runs
-            s.stats();
-            s.dump("plan");
-          }
-        } catch (const std::exception&) {
-          ++errors;
-        }
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
-}
-
-TEST(Threads, SessionPerThread) {
-  const Fixture f = make_fixture();
+// Runs body(t) in kThreads threads at once; body adds its wrong outputs to `wrong`. Expects no
+// wrong output and no exception in any thread.
+void in_threads(const std::function<void(int t, std::atomic<int>& wrong)>& body) {
   std::atomic<int> wrong{0}, errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       try {
-        auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
-        for (int r = 0; r < kRuns; ++r) {
-          const int i = t * kRuns + r;
-          wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
-        }
+        body(t, wrong);
       } catch (const std::exception&) {
         ++errors;
       }
@@ -111,32 +83,49 @@ TEST(Threads, SessionPerThread) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+TEST(Threads, SharedSessionFromTheFirstRun) {
+  const Fixture f = make_fixture();
+  auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+  in_threads([&](int t, std::atomic<int>& wrong) {
+    for (int r = 0; r < kRuns; ++r) {
+      const int i = t * kRuns + r;
+      wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
+      if (r % 5 == 0) {
+        s.profile();  // readers of session state alongside runs
+        s.stats();
+        s.dump("plan");
+      }
+    }
+  });
+}
+
+TEST(Threads, SessionPerThread) {
+  const Fixture f = make_fixture();
+  in_threads([&](int t, std::atomic<int>& wrong) {
+    auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+    for (int r = 0; r < kRuns; ++r) {
+      const int i = t * kRuns + r;
+      wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
+    }
+  });
+}
+
 // Sessions on one device share the process's OpenCL context: sessions made, run and destroyed in
 // several threads at once (half of them profiling, so with another kind of queue), each building
 // its programs while others release theirs, still give the single-threaded results.
 TEST(Threads, SessionsComeAndGoOnOneContext) {
   const Fixture f = make_fixture();
-  std::atomic<int> wrong{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int cycle = 0; cycle < 3; ++cycle) {
-        try {
-          ocl_infer::SessionOptions o;
-          o.profiling = (t + cycle) % 2 == 0;
-          auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size(), o);
-          for (int r = 0; r < 2; ++r) {
-            const int i = t * kRuns + cycle * 2 + r;
-            wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
-          }
-        } catch (const std::exception&) {
-          ++errors;
-        }
+  in_threads([&](int t, std::atomic<int>& wrong) {
+    for (int cycle = 0; cycle < 3; ++cycle) {
+      ocl_infer::SessionOptions o;
+      o.profiling = (t + cycle) % 2 == 0;
+      auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size(), o);
+      for (int r = 0; r < 2; ++r) {
+        const int i = t * kRuns + cycle * 2 + r;
+        wrong += compare(s.run({{"x", f.inputs[i]}}), f.expect[i]);
       }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
+    }
+  });
 }
 
 // release_shared_contexts: sessions alive keep working on their context (it goes with the last
@@ -152,24 +141,14 @@ TEST(Threads, ReleaseSharedContexts) {
   EXPECT_EQ(oi::shared_context_count(), 1);
   EXPECT_EQ(compare(b.run({{"x", f.inputs[1]}}), f.expect[1]), 0);
   EXPECT_EQ(compare(a.run({{"x", f.inputs[2]}}), f.expect[2]), 0);
-  std::atomic<int> wrong{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        if (t % 2) {
-          for (int i = 0; i < 20; ++i) ocl_infer::release_shared_contexts();
-          return;
-        }
-        auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
-        wrong += compare(s.run({{"x", f.inputs[t]}}), f.expect[t]);
-      } catch (const std::exception&) {
-        ++errors;
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
+  in_threads([&](int t, std::atomic<int>& wrong) {
+    if (t % 2) {
+      for (int i = 0; i < 20; ++i) ocl_infer::release_shared_contexts();
+      return;
+    }
+    auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
+    wrong += compare(s.run({{"x", f.inputs[t]}}), f.expect[t]);
+  });
 }
 
 }  // namespace
