@@ -5,12 +5,15 @@
 // ThreadSanitizer by tools/sanitize.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <thread>
 
 #include "runtime/backend/cl_runtime.hpp"
 #include "tests/model_builder.hpp"
+#include "tests/reference_ops.hpp"
 
 using namespace testing_util;
 
@@ -18,11 +21,18 @@ namespace {
 
 constexpr int kThreads = 4, kRuns = 20;
 
-ModelBuilder small_net(std::mt19937& rng) {
+struct NetWeights {
+  Tensor w1, b1, w2;
+};
+
+ModelBuilder small_net(std::mt19937& rng, NetWeights* weights) {
   ModelBuilder m(13);
+  weights->w1 = random_tensor({8, 3, 3, 3}, rng, -0.3f, 0.3f);
+  weights->b1 = random_tensor({8}, rng);
+  weights->w2 = random_tensor({8, 8, 1, 1}, rng, -0.3f, 0.3f);
   m.input("x", DType::Float32, {1, 3, 12, 12}).output("y").output("feat");
-  m.initializer("w1", random_tensor({8, 3, 3, 3}, rng, -0.3f, 0.3f)).initializer("b1", random_tensor({8}, rng));
-  m.initializer("w2", random_tensor({8, 8, 1, 1}, rng, -0.3f, 0.3f));
+  m.initializer("w1", weights->w1).initializer("b1", weights->b1);
+  m.initializer("w2", weights->w2);
   m.initializer("fc", random_tensor({8 * 6 * 6, 10}, rng, -0.1f, 0.1f)).initializer("fcb", random_tensor({10}, rng));
   Tensor shape(DType::Int64, {2});
   shape.data<int64_t>()[0] = 1;
@@ -41,6 +51,21 @@ ModelBuilder small_net(std::mt19937& rng) {
   return m;
 }
 
+// `feat` of small_net on the CPU: conv + bias, relu, 2x2 max pool, 1x1 conv, plus the pool.
+Tensor reference_feat(const Tensor& x, const NetWeights& w) {
+  const Tensor r1 = reference::unary(reference::conv2d(x, w.w1, &w.b1, 1, 1), reference::relu);
+  Tensor p1(DType::Float32, {1, 8, 6, 6});
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 6; ++j) {
+        float v = -INFINITY;
+        for (int64_t di = 0; di < 2; ++di)
+          for (int64_t dj = 0; dj < 2; ++dj) v = std::max(v, reference::at(r1, (c * 12 + 2 * i + di) * 12 + 2 * j + dj));
+        p1.data<float>()[(c * 6 + i) * 6 + j] = v;
+      }
+  return reference::binary(reference::conv2d(p1, w.w2, nullptr, 0, 1), p1, [](double a, double b) { return a + b; });
+}
+
 struct Fixture {
   std::string bytes;
   std::vector<Tensor> inputs;                          // one per (thread, run)
@@ -50,12 +75,17 @@ struct Fixture {
 Fixture make_fixture() {
   std::mt19937 rng(42);
   Fixture f;
-  f.bytes = small_net(rng).bytes();
+  NetWeights weights;
+  f.bytes = small_net(rng, &weights).bytes();
   auto s = ocl_infer::Session::from_memory(f.bytes.data(), f.bytes.size());
   for (int i = 0; i < kThreads * kRuns; ++i) {
     f.inputs.push_back(random_tensor({1, 3, 12, 12}, rng));
     f.expect.push_back(s.run({{"x", f.inputs.back()}}));
   }
+  // The single-threaded results the threads must reproduce bit for bit are themselves checked
+  // against the CPU reference (float32 sums in another order: 1e-5 of the largest value).
+  for (int i = 0; i < kThreads * kRuns; i += 7)
+    EXPECT_LT(reference::rel_error(f.expect[i].at("feat"), reference_feat(f.inputs[i], weights)), 1e-5) << "input " << i;
   return f;
 }
 

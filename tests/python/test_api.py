@@ -276,7 +276,9 @@ def test_release_shared_contexts(models):
     for got in (a.run(None, {"x": x}), b.run(None, {"x": x})):
         for g, e in zip(got, want):
             assert np.array_equal(g, e)
-    np.testing.assert_allclose(want[1], np.maximum(x, 0))
+    bias = np.linspace(-1, 1, 3, dtype=np.float32).reshape(1, 3, 1)
+    np.testing.assert_allclose(want[0], x * 2 + bias, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(want[1], np.maximum(x, 0))
 
 
 def test_fp16_profile_and_stats(models):
