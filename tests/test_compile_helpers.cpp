@@ -131,17 +131,19 @@ struct RunResult {
   }
 };
 
-RunResult run(const Model& model, const std::string& cache_dir) {
+RunResult run(const ModelBuilder& m, const Tensor& x, const std::string& cache_dir) {
   RunResult r;
   ocl_infer::SessionOptions so;
   so.cache_dir = cache_dir;
   so.tuning_cache = "off";
   so.log = [&r](const std::string& line) { r.log.push_back(line); };
-  const std::string bytes = model.m.bytes();
+  const std::string bytes = m.bytes();
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
-  r.y = s.run({{"x", model.x}}).at("y");
+  r.y = s.run({{"x", x}}).at("y");
   return r;
 }
+
+RunResult run(const Model& model, const std::string& cache_dir) { return run(model.m, model.x, cache_dir); }
 
 // Sets an environment variable for one scope.
 struct ScopedEnv {
@@ -228,6 +230,36 @@ TEST(CompileHelpers, FailingHelpersChangeNothing) {
   EXPECT_LT(reference::rel_error(r.y, want), 1e-5);
 }
 
+// The job of the one helper that a first run of (m, x) starts, saved by a wrapper around the
+// helper executable in `dir`; empty when none was saved.
+std::string saved_job(const ModelBuilder& m, const Tensor& x, const std::string& dir) {
+  const std::string saved = dir + "/saved-job.txt", wrapper = dir + "/wrapper.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\ncp \"$2\" '" << saved << "'\nexec '" << cli_path() << "' \"$@\"\n";
+  chmod(wrapper.c_str(), 0755);
+  {
+    const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+    const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", wrapper);
+    const RunResult r = run(m, x, dir + "/cache");
+    if (!r.helpers_started()) return "";
+  }
+  // The wrapper may still be copying when the run has ended and killed it: wait a little.
+  for (int i = 0; i < 50 && access(saved.c_str(), R_OK) != 0; ++i) usleep(100000);
+  return read_text(saved);
+}
+
+// The job's launches as (kernel, options).
+std::set<std::pair<std::string, std::string>> job_kernels(const std::string& job) {
+  std::set<std::pair<std::string, std::string>> kernels;
+  std::istringstream in(job);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream f(line);
+    for (std::string field; std::getline(f, field, '\t');) fields.push_back(field);
+    if (fields.size() >= 4 && fields[0] == "launch") kernels.insert({fields[2], fields[3]});
+  }
+  return kernels;
+}
+
 // A helper compiles the kernels of its job into the driver's cache: the job a run wrote (saved by
 // a wrapper), given to `ocl-infer --compile-helper` with an empty PoCL cache of its own, leaves a
 // compiled kernel there for each kernel the job names.
@@ -236,27 +268,11 @@ TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
   const std::string cli = cli_path();
   ASSERT_EQ(access(cli.c_str(), X_OK), 0) << cli;
   const std::string dir = make_temp_dir("helpers-job");
-  const std::string saved = dir + "/saved-job.txt", wrapper = dir + "/wrapper.sh";
-  std::ofstream(wrapper) << "#!/bin/sh\ncp \"$2\" '" << saved << "'\nexec '" << cli << "' \"$@\"\n";
-  chmod(wrapper.c_str(), 0755);
-  {
-    const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
-    const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", wrapper);
-    const RunResult r = run(Model(9, 7), dir + "/cache");
-    ASSERT_TRUE(r.helpers_started());
-  }
-  // The wrapper may still be copying when the run has ended and killed it: wait a little.
-  for (int i = 0; i < 50 && access(saved.c_str(), R_OK) != 0; ++i) usleep(100000);
-  const std::string job = read_text(saved);
-  ASSERT_FALSE(job.empty()) << "the wrapper saved no job";
+  const Model model(9, 7);
+  const std::string job = saved_job(model.m, model.x, dir);
+  ASSERT_FALSE(job.empty()) << "no helper started, or the wrapper saved no job";
   std::set<std::string> kernels;
-  std::istringstream in(job);
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> fields;
-    std::istringstream f(line);
-    for (std::string field; std::getline(f, field, '\t');) fields.push_back(field);
-    if (fields.size() >= 3 && fields[0] == "launch") kernels.insert(fields[2]);
-  }
+  for (const auto& k : job_kernels(job)) kernels.insert(k.first);
   EXPECT_GE(kernels.size(), 4u) << job.substr(0, 2000);
   // The helper on a copy (it deletes its job), with a PoCL cache of its own, started by this
   // process (the shell execs it): a helper whose parent is not the job's gives up.
@@ -275,6 +291,32 @@ TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
   std::vector<std::string> compiled;
   find_files(pocl, ".so", &compiled);
   EXPECT_GE(compiled.size(), kernels.size()) << "one compiled kernel per launch of the job";
+}
+
+// Two launches of one kernel with the same sizes, from two units of the model's bundle (two
+// depthwise convs of different widths: the grid is (1, channels) for both), are two kernels the
+// helper must compile. The job once named only the first: the second was taken for a repeat.
+TEST(CompileHelpers, JobNamesEachUnitsKernelOfABundle) {
+  SKIP_UNLESS_HELPERS_APPLY();
+  std::mt19937 rng(21);
+  ModelBuilder m;
+  const Tensor x = random_tensor({1, 8, 9, 10}, rng), w1 = random_tensor({8, 1, 3, 3}, rng),
+               w2 = random_tensor({8, 1, 3, 3}, rng);
+  m.input("x", DType::Float32, {1, 8, 9, 10}).output("y");
+  m.initializer("w1", w1).initializer("w2", w2);
+  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"});
+  attr_ints(c1, "pads", {1, 1, 1, 1});
+  attr_i(c1, "group", 8);
+  attr_i(m.node("Conv", {"c1", "w2"}, {"y"}), "group", 8);
+  const std::string job = saved_job(m, x, make_temp_dir("helpers-units"));
+  ASSERT_FALSE(job.empty()) << "no helper started, or the wrapper saved no job";
+  std::set<std::string> depthwise;
+  for (const auto& [kernel, options] : job_kernels(job))
+    if (kernel.find("depthwise") != std::string::npos) depthwise.insert(options);
+  EXPECT_EQ(depthwise.size(), 2u) << job.substr(0, 3000);
+  // And the run is right, helpers or not.
+  const Tensor want = reference::conv2d(reference::conv2d(x, w1, nullptr, 1, 8), w2, nullptr, 0, 8);
+  EXPECT_LT(reference::rel_error(run(m, x, make_temp_dir("helpers-units-run")).y, want), 1e-5);
 }
 
 // A warm start on PoCL (every kernel in the ledger) hands the programs it compiled from source to

@@ -51,8 +51,10 @@ std::string join_sizes(const std::vector<size_t>& v) {
 // launch's bundle (ClRuntime::bundle_units), empty for a program of its own.
 using Units = std::vector<std::pair<std::string, std::string>>;
 std::string spec_key(const std::string& common, const Launch& l, const Units& units) {
-  std::string program;
-  if (units.empty()) program = "single\t" + l.file + '\t' + l.options;
+  // The launch's own file and options name its unit within a bundle: launches of one entry point
+  // with the same sizes in two units of a bundle (two depthwise convs of different widths) are
+  // two kernels.
+  std::string program = "launch\t" + l.file + '\t' + l.options + '\n';
   for (const auto& [file, options] : units) program += "unit\t" + file + '\t' + options + '\n';
   return common + program + '\n' + l.entry + '\n' + join_sizes(l.global) + '|' + join_sizes(l.local);
 }
