@@ -31,6 +31,7 @@
 //                                        of a row (and the weight packing)
 //   -DDEPTHWISE -DOWB=4|8|16             depthwise kernel, pixels per vector
 //   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
+//                                        (without IN_W and OUT_W: the widths at run time)
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
 //   -DHAS_BIAS                           add bias[output channel]
 //   -DIN_SCALE                           input channels multiplied by in_scale (a fused Mul)
@@ -590,6 +591,25 @@ __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global flo
 // plane) and zero those lanes with the mask. Only the first and last planes of X could read
 // outside the buffer; they take a path that loads lane by lane.
 #ifdef DEPTHWISE
+// Without -DIN_W/-DOUT_W (the variant's quick=1) the row widths are the kernel's in_w/out_w
+// arguments (DW_RUNTIME_W): one program serves every width of a network (mobilenet_v2: 2 programs
+// instead of 9), a row is a rolled loop over masked vectors, and PoCL generates its code in
+// ~0.2 s instead of 0.15-0.45 s per width. The plan's first run on a driver that compiles at
+// first launch uses it (runtime/exec/tier_up.hpp); each output value is the same sum in the same
+// order as with the widths compiled in. The functions below take the widths as arguments in
+// both builds; with the widths compiled in, the arguments are unused.
+#ifndef IN_W
+#define DW_RUNTIME_W
+#define IN_W in_w
+#define OUT_W out_w
+#define DW_RUNTIME 1
+// The host uses it only for rows at least one vector wide: the lane-by-lane stores of narrower
+// rows, loops of a run-time length there, are left out.
+#define ROWS_FIT_VECTORS true
+#else
+#define DW_RUNTIME 0
+#define ROWS_FIT_VECTORS false
+#endif
 #define pvec CAT(float, OWB)
 #define ivec CAT(int, OWB)
 #define PLOAD CAT(vload, OWB)
@@ -615,7 +635,7 @@ __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global flo
 // Strides 1 and 2 load whole vectors, which may reach PAD_W floats before the row and OVERREAD
 // after it (the caller keeps those inside the buffer: dw_rows).
 __attribute__((always_inline)) static inline pvec dw_tap(const __global XT* restrict xr, const int iw0,
-                                                  const bool interior) {
+                                                  const bool interior, const int in_w) {
   const bool all_valid = interior || (iw0 >= 0 && iw0 + (OWB - 1) * SW < IN_W);
   if (SW <= 2) {
 #if SW == 1
@@ -628,7 +648,9 @@ __attribute__((always_inline)) static inline pvec dw_tap(const __global XT* rest
 #else
     pvec x = LDN(XS, 8, xr + iw0, 0).even;
 #endif
-    if (!all_valid) {
+    // With the widths at run time, branch-free for every border vector: a branch per tap tripled
+    // the kernel's blocks.
+    if (DW_RUNTIME ? !interior : !all_valid) {
       const ivec iw = iw0 + LANES * SW;
       x = select((pvec)0.0f, x, iw >= 0 && iw < IN_W);
     }
@@ -652,7 +674,8 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
                                                       __global YT* restrict Y, const float* w,
                                                       float b, int H, int pad_h, int oh, int oh_end,
                                                       const int j0, const int count,
-                                                      const bool interior) {
+                                                      const bool interior, const int in_w,
+                                                      const int out_w) {
   // Loops run to the constant SEG_MAX (not `count`), so that they unroll before the
   // accumulators are assigned registers; otherwise acc stays in memory.
   pvec acc[SEG_MAX];
@@ -676,7 +699,7 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
 #pragma unroll
         for (int kw = 0; kw < KW; ++kw)
           acc[j] = fma((pvec)w[kh * KW + kw],
-                       dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior), acc[j]);
+                       dw_tap(xr, ow0 * SW + kw * DW - PAD_W, interior, in_w), acc[j]);
       }
     }
   }
@@ -686,7 +709,7 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
     const int o = oh * OUT_W + (interior ? (j0 + j) * OWB : BLOCK_START(j0 + j));
     // A row narrower than a vector: the full store spills into the following rows, which this
     // work-item writes afterwards; where it would pass the work-item's last row, lane by lane.
-    if (OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
+    if (ROWS_FIT_VECTORS || OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
       pvec v = acc[j];
 #ifdef HAS_RESIDUAL
       v += LDN(RS, OWB, residual + o, 0);
@@ -728,7 +751,7 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
 // a padding tap there adds w * 0), so both give the same values.
 static inline void dw_row_checked(const __global XT* restrict X, const __global RT* restrict residual,
                            __global YT* restrict Y, const float* w, float b, int H, int pad_h,
-                           int oh) {
+                           int oh, const int in_w, const int out_w) {
 #pragma clang loop unroll(disable) vectorize(disable)
   for (int ow = 0; ow < OUT_W; ++ow) {
     float acc = b;
@@ -759,26 +782,38 @@ __attribute__((always_inline)) static inline void dw_rows(const __global XT* res
                                                    const __global RT* restrict residual,
                                                    __global YT* restrict Y, const float* w,
                                                    float b, int H, int pad_h, int oh0, int oh_end,
-                                                   int safe_lo, int safe_hi) {
+                                                   int safe_lo, int safe_hi, const int in_w,
+                                                   const int out_w) {
   for (int oh = oh0; oh < oh_end; ++oh) {
     if (oh < safe_lo || oh >= safe_hi) {
-      dw_row_checked(X, residual, Y, w, b, H, pad_h, oh);
+      dw_row_checked(X, residual, Y, w, b, H, pad_h, oh, in_w, out_w);
       continue;
     }
+#ifdef DW_RUNTIME_W
+    // One vector at a time, every one masked, in a rolled loop: the least code (a first run's
+    // compile), ~15 % slower than the unrolled rows in mobilenet_v2 as a whole.
+#pragma clang loop unroll(disable) vectorize(disable)
+    for (int j = 0; j < NBLK; ++j)
+      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, 1, false, in_w, out_w);
+#else
     if (NBLK <= SEG_MAX) {
-      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, 0, NBLK, false);
+      dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, 0, NBLK, false, in_w, out_w);
     } else {
 #pragma unroll
       for (int j = 0; j < LEAD; j += SEG_MAX)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, LEAD - j), false);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, LEAD - j), false, in_w,
+                   out_w);
       for (int j = LEAD; j + CHUNK <= TRAIL; j += CHUNK)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, CHUNK, true);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, CHUNK, true, in_w, out_w);
       if (MID_REST > 0)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, TRAIL - MID_REST, MID_REST, true);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, TRAIL - MID_REST, MID_REST, true, in_w,
+                   out_w);
 #pragma unroll
       for (int j = TRAIL; j < NBLK; j += SEG_MAX)
-        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, NBLK - j), false);
+        dw_segment(X, residual, Y, w, b, H, pad_h, oh, oh_end, j, min(SEG_MAX, NBLK - j), false, in_w,
+                   out_w);
     }
+#endif
   }
 }
 
@@ -798,7 +833,7 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
                                  __global const RT* restrict residual,
                                  __global YT* restrict Y, __global MT* restrict mean, int C_in,
                                  int H, int mult, int OH, int pad_h, int planes, int rows,
-                                 int chans) {
+                                 int chans, int in_w, int out_w) {
   const int oh0 = get_global_id(0) * rows;
   if (oh0 >= OH) return;
   const int oh_end = min(OH, oh0 + rows);
@@ -830,7 +865,7 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
       const int reach = H - TAIL_ROWS + pad_h - (KH - 1) * DH;  // oh * SH >= reach: unsafe
       safe_hi = reach <= 0 ? 0 : (reach + SH - 1) / SH;
     }
-    dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, safe_lo, safe_hi);
+    dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, safe_lo, safe_hi, in_w, out_w);
 #ifdef PLANE_MEAN
     // The plane is this work-item's alone (one band): its values are still in cache.
     ST(MS, mean, noc, plane_mean(y, out_plane));

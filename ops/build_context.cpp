@@ -132,11 +132,13 @@ void resolve_launch(ClRuntime& cl, Launch& l) {
 }
 
 void BuildContext::push(const std::string& file, const std::string& entry, const std::string& options,
-                        std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local) {
+                        std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local,
+                        const std::string& first_run_options) {
   Launch l;
   l.file = file;
   l.entry = entry;
   l.options = options;
+  l.first_run_options = first_run_options;
   l.args = std::move(args);
   l.kernel_name = file + ":" + entry;
   l.global = std::move(global);

@@ -65,6 +65,11 @@ struct Launch {
   // Null until resolve_launch(): programs build in parallel while the plan is made.
   KernelPtr kernel;
   std::string file, entry, options;
+  // Options of a kernel of the same file and entry point, arguments and sizes that the driver
+  // compiles faster and that computes the same values (the same sums in the same order), for a
+  // plan's first run (runtime/exec/tier_up.hpp); empty where there is none. `tiered_options`
+  // holds the launch's own options while the plan runs the first-run kernel in their place.
+  std::string first_run_options, tiered_options;
   std::vector<KernelArg> args;
   std::string kernel_name;  // "<file>:<entry>" for dumps and profiles
   std::vector<size_t> global;
@@ -191,6 +196,11 @@ class BuildContext : public OpContext {
   template <typename... Args>
   void launch(const std::string& file, const std::string& entry, const std::string& options,
               std::vector<size_t> global, std::vector<size_t> local, const Args&... args);
+  // The same with `first_run_options` (see Launch; "" for none).
+  template <typename... Args>
+  void launch_tiered(const std::string& file, const std::string& entry, const std::string& options,
+                     const std::string& first_run_options, std::vector<size_t> global, std::vector<size_t> local,
+                     const Args&... args);
 
  private:
   static KernelArg arg(cl_mem m) { return {KernelArg::Kind::Mem, m, 0, 0}; }
@@ -199,7 +209,8 @@ class BuildContext : public OpContext {
   static KernelArg arg(float v) { return {KernelArg::Kind::Float32, nullptr, 0, v}; }
   static KernelArg arg(double v) { return {KernelArg::Kind::Float64, nullptr, 0, v}; }
   void push(const std::string& file, const std::string& entry, const std::string& options,
-            std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local);
+            std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local,
+            const std::string& first_run_options = "");
 
   int step_;
   PlanSink& sink_;
@@ -213,6 +224,16 @@ void BuildContext::launch(const std::string& file, const std::string& entry, con
     if (g == 0) return;
   cl().prefetch(file, options);
   push(file, entry, options, std::vector<KernelArg>{arg(args)...}, std::move(global), std::move(local));
+}
+
+template <typename... Args>
+void BuildContext::launch_tiered(const std::string& file, const std::string& entry, const std::string& options,
+                                 const std::string& first_run_options, std::vector<size_t> global,
+                                 std::vector<size_t> local, const Args&... args) {
+  for (size_t g : global)
+    if (g == 0) return;
+  push(file, entry, options, std::vector<KernelArg>{arg(args)...}, std::move(global), std::move(local),
+       first_run_options);
 }
 
 // OpenCL C type that stores `t` ("float", "long", "uchar" for bool ...); fails for types the

@@ -358,13 +358,14 @@ VariantParams dw_defaults(const ConvDesc& d, const DeviceCaps&) {
   // 8 pixels per vector measured best on AVX-512 PoCL (16 costs more in border masks and overlap
   // than it saves).
   const DepthwiseSplit split = depthwise_split(d.s.N * d.s.M, d.out3[1] * d.out3[2]);
-  return {{"owb", 8}, {"chans", static_cast<int>(split.chans)}, {"bands", static_cast<int>(split.bands)}};
+  return {{"owb", 8}, {"chans", static_cast<int>(split.chans)}, {"bands", static_cast<int>(split.bands)}, {"quick", 0}};
 }
 
 bool dw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
   const int owb = p.at("owb");
   return (owb == 4 || owb == 8 || owb == 16) && p.at("chans") >= 1 && p.at("chans") <= 64 && p.at("bands") >= 1 &&
-         p.at("bands") <= d.out3[1];
+         p.at("bands") <= d.out3[1] &&
+         (!p.count("quick") || p.at("quick") == 0 || (p.at("quick") == 1 && d.out3[2] >= owb));
 }
 
 void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
@@ -373,14 +374,21 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const int64_t rows = (d.out3[1] + bands - 1) / bands;
   // A fused GlobalAveragePool: computed here when every work-item owns whole planes.
   const bool mean_here = d.plane_mean && rows >= d.out3[1];
-  const std::string opts = "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) + " -DIN_W=" + std::to_string(d.in3[2]) +
-                           " -DOUT_W=" + std::to_string(d.out3[2]) + " -DPAD_W=" + std::to_string(d.pb3[2]) +
-                           window_defines(d.k3, d.st3, d.d3) + a.tail +
-                           (mean_here ? " -DPLANE_MEAN" + BuildContext::storage_option("MS", ctx.output(1).dtype) : "");
-  ctx.launch("conv", "conv_f32_depthwise", opts,
-             {static_cast<size_t>((d.out3[1] + rows - 1) / rows), static_cast<size_t>((items + chans - 1) / chans)},
-             {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, mean_here ? ctx.out_buf(1) : a.y, i32(d.s.C),
-             i32(d.in3[1]), i32(d.M_g), i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows), i32(chans));
+  const auto options = [&](bool widths) {
+    return "-DDEPTHWISE -DOWB=" + std::to_string(p.at("owb")) +
+           (widths ? " -DIN_W=" + std::to_string(d.in3[2]) + " -DOUT_W=" + std::to_string(d.out3[2]) : "") +
+           " -DPAD_W=" + std::to_string(d.pb3[2]) + window_defines(d.k3, d.st3, d.d3) + a.tail +
+           (mean_here ? " -DPLANE_MEAN" + BuildContext::storage_option("MS", ctx.output(1).dtype) : "");
+  };
+  const bool quick = p.count("quick") && p.at("quick") == 1;
+  // The widths compiled in, with the quick kernel (widths at run time, the same values) as the
+  // plan's first-run alternative where it applies (rows at least a vector wide).
+  const std::string first_run = !quick && d.out3[2] >= p.at("owb") ? options(false) : "";
+  ctx.launch_tiered("conv", "conv_f32_depthwise", options(!quick), first_run,
+                    {static_cast<size_t>((d.out3[1] + rows - 1) / rows), static_cast<size_t>((items + chans - 1) / chans)},
+                    {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, mean_here ? ctx.out_buf(1) : a.y, i32(d.s.C),
+                    i32(d.in3[1]), i32(d.M_g), i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows),
+                    i32(chans), i32(d.in3[2]), i32(d.out3[2]));
   if (d.plane_mean && !mean_here) plane_mean_launch(ctx, d);
 }
 
@@ -907,7 +915,7 @@ const KernelFamily<ConvDesc>& conv_family() {
            {{"wx", {8, 16, 32, 64}}, {"wy", {1, 2, 4, 8}}}, dwg_applies, dwg_valid, dwg_defaults, then_plane_mean<dwg_run>,
            dwg_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
-           {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}},
+           {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}, {"quick", {0, 1}}},
            dw_applies, dw_valid, dw_defaults, dw_run},
           {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
            {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2, 3}}, {"order", {0, 1}}},

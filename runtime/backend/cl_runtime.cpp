@@ -1169,6 +1169,33 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
   build_bundle_now(chosen, strict);
 }
 
+std::vector<std::pair<std::string, std::string>> ClRuntime::fresh_bundle(
+    const std::vector<std::pair<std::string, std::string>>& units) {
+  const char* off = std::getenv("OCL_INFER_BUNDLE");
+  if (off && std::string(off) == "0") return {};
+  std::vector<std::pair<std::string, std::string>> todo;
+  std::set<std::string> seen;
+  for (const auto& [file, options] : units) {
+    std::vector<std::pair<std::string, std::string>> defines;
+    if (seen.insert(file + '\n' + options).second && parse_define_options(options, &defines))
+      todo.push_back({file, options});
+  }
+  if (todo.size() < 2) return {};
+  std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);
+  if (chosen.size() < 2) chosen.clear();
+  return chosen;
+}
+
+void ClRuntime::build_bundle_again(const std::vector<std::pair<std::string, std::string>>& units) {
+  if (units.size() < 2) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [prog, list] : bundle_units_)
+      if (list == units) return;
+  }
+  build_bundle_now(units, /*strict=*/false);
+}
+
 std::string ClRuntime::device_key() const {
   return std::string(kCacheFormat) + '\n' + dev_.info.name + '\n' + dev_.info.platform + '\n' +
          dev_.info.driver_version + '\n' + dev_.info.device_version;

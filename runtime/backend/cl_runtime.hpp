@@ -181,6 +181,15 @@ class ClRuntime {
   // already: the program another process built from the same units (a compile helper's). When it
   // does not build, bundle_units() of its units stays empty.
   void build_bundle_exact(const std::vector<std::pair<std::string, std::string>>& units);
+  // The same, also when some of the units are in another bundle already (they keep their kernels
+  // from it): a plan built again with its own kernels after a tier-up (runtime/exec/compile_helpers.hpp)
+  // loads the bundle the background process compiled.
+  void build_bundle_again(const std::vector<std::pair<std::string, std::string>>& units);
+  // The bundle a process that has built nothing yet would make of `units` (a plan's, in its
+  // order) with build_bundle: the units recorded for that plan, or those the registry lets in
+  // (recorded now as that plan's); empty when it would make none.
+  std::vector<std::pair<std::string, std::string>> fresh_bundle(
+      const std::vector<std::pair<std::string, std::string>>& units);
   // Whether ocl-infer stores no binaries for this device because its driver keeps its own cache of
   // compiled kernels, which other processes share (PoCL). Decided once per device and driver.
   bool driver_keeps_binaries() { return !storing_binaries(); }

@@ -346,6 +346,33 @@ int binary_store_main(const std::string& text) {
   return 0;
 }
 
+// Starts `exe --compile-helper job` detached (a grandchild in its own session): it outlives this
+// process, and nobody waits for it. Between fork and exec only async-signal-safe calls.
+bool spawn_detached(const std::string& exe, const std::string& job) {
+  std::string arg0 = exe, arg1 = "--compile-helper", arg2 = job;
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  const pid_t child = fork();
+  if (child == 0) {
+    if (fork() == 0) {
+      setsid();
+      const int null_fd = open("/dev/null", O_RDWR);
+      if (null_fd >= 0) {
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+      }
+      execve(exe.c_str(), argv, environ);
+      _exit(127);
+    }
+    _exit(0);
+  }
+  if (child < 0) return false;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return true;
+}
+
 }  // namespace
 
 int store_binaries_in_background(ClRuntime& cl, const std::function<void(const std::string&)>& log) {
@@ -380,36 +407,229 @@ int store_binaries_in_background(ClRuntime& cl, const std::function<void(const s
     unlink(path);
     return 0;
   }
-  // Detached (a grandchild in its own session): it outlives this process, and nobody waits for
-  // it. Between fork and exec only async-signal-safe calls.
-  std::string arg0 = exe, arg1 = "--compile-helper", arg2 = path;
-  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
-  const pid_t child = fork();
-  if (child == 0) {
-    if (fork() == 0) {
-      setsid();
-      const int null_fd = open("/dev/null", O_RDWR);
-      if (null_fd >= 0) {
-        dup2(null_fd, 0);
-        dup2(null_fd, 1);
-        dup2(null_fd, 2);
-      }
-      execve(exe.c_str(), argv, environ);
-      _exit(127);
-    }
-    _exit(0);
-  }
-  if (child < 0) {
+  if (!spawn_detached(exe, path)) {
     unlink(path);
     return 0;
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (log)
     log("kernel programs: a background process stores the binaries of " + std::to_string(count) +
         " programs in " + cl.cache_dir() + " (later starts load them without the driver's preprocessing)");
   return count;
+}
+
+namespace {
+
+// Runs the launch descriptions of a job from lines[i] on: builds each launch's program (its
+// bundle) and launches its kernel once, so that the driver compiles it into its cache. Returns 0,
+// or 2 for a malformed description.
+int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_t i) {
+  while (i < lines.size()) {
+    // One launch: launch, bundle, units, global, local, args, end.
+    const auto head = split_tabs(lines[i++]);
+    if (head.size() != 4 || head[0] != "launch") return 2;
+    Launch l;
+    l.file = head[1];
+    l.entry = head[2];
+    l.options = head[3];
+    std::vector<std::pair<std::string, std::string>> units;
+    std::vector<BufferPtr> buffers;
+    bool ok = true;
+    for (; i < lines.size() && lines[i] != "end"; ++i) {
+      const auto t = split_tabs(lines[i]);
+      if (t[0] == "unit" && t.size() == 3) {
+        units.push_back({t[1], t[2]});
+      } else if ((t[0] == "global" || t[0] == "local") && t.size() >= 2) {
+        auto& v = t[0] == "global" ? l.global : l.local;
+        for (size_t k = 2; k < t.size(); ++k) v.push_back(std::strtoull(t[k].c_str(), nullptr, 10));
+      } else if (t[0] == "arg" && t.size() >= 3) {
+        KernelArg a;
+        if (t[1] == "m" && t.size() == 4) {
+          const size_t bytes = std::strtoull(t[2].c_str(), nullptr, 10);
+          std::vector<unsigned char> content;
+          if (bytes > 0) {
+            if (t[3] != "-" && parse_hex_bytes(t[3], &content) && content.size() == bytes) {
+              buffers.push_back(cl.upload(content.data(), bytes));
+            } else {
+              // Zeros: the kernels' geometry comes from the parameters above, so every index
+              // stays where the plan's own run keeps it.
+              buffers.push_back(cl.alloc(bytes));
+              const cl_uchar zero = 0;
+              cl_check(clEnqueueFillBuffer(cl.queue(), buffers.back()->mem, &zero, 1, 0, bytes, 0, nullptr, nullptr),
+                       "clEnqueueFillBuffer");
+            }
+            a.mem = buffers.back()->mem;
+          }
+        } else if (t[1] == "i" || t[1] == "l") {
+          a.kind = t[1] == "i" ? KernelArg::Kind::Int32 : KernelArg::Kind::Int64;
+          a.i = std::strtoll(t[2].c_str(), nullptr, 10);
+        } else if (t[1] == "f" || t[1] == "d") {
+          a.kind = t[1] == "f" ? KernelArg::Kind::Float32 : KernelArg::Kind::Float64;
+          const uint64_t bits = std::strtoull(t[2].c_str(), nullptr, 10);
+          std::memcpy(&a.f, &bits, sizeof bits);
+        } else {
+          ok = false;
+        }
+        l.args.push_back(a);
+      } else if (t[0] != "bundle") {
+        ok = false;
+      }
+    }
+    ++i;  // "end"
+    if (!ok) return 2;
+    try {
+      if (!units.empty()) {
+        cl.build_bundle_exact(units);
+        // A bundle that did not build here would make kernel() build the unit on its own: a
+        // program the run does not use.
+        if (cl.bundle_units(l.file, l.options).empty()) continue;
+      }
+      resolve_launch(cl, l);
+      // One work-group is enough where it compiles the same kernel: PoCL specialises a kernel on
+      // its work-group size and on whether every grid dimension is narrower than 65,535, and the
+      // first work-group's indices are inside the plan's grid. Then the helper spends its time
+      // compiling rather than computing.
+      if (!l.local.empty() && l.local.size() == l.global.size() &&
+          *std::max_element(l.global.begin(), l.global.end()) < 65535)
+        l.global = l.local;
+      cl_check(clEnqueueNDRangeKernel(cl.queue(), l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
+                                      l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
+                                      nullptr),
+               "clEnqueueNDRangeKernel");
+      cl_check(clFinish(cl.queue()), "clFinish");
+    } catch (const std::exception&) {
+      // The run compiles this one itself.
+    }
+  }
+  return 0;
+}
+
+constexpr const char* kTierHeader = "ocl-infer tier-up job 1";
+
+std::string tier_path(const ClRuntime& cl, uint64_t plan_id, const char* suffix) {
+  return cl.cache_dir() + "/tiered-" + hex16(fnv1a(cl.device_key())) + "-" + hex16(plan_id) + suffix;
+}
+
+// The tier-up helper: lines[0..4] are the header, sources, device (index, key hash, cache
+// folder), plan (id, ledger path, the specialisations' hashes), then launches.
+int tier_up_main(const std::vector<std::string>& lines) {
+  // Behind what the user runs, ahead of the binary store: later runs wait for it.
+  setpriority(PRIO_PROCESS, 0, 10);
+  if (lines.size() < 4) return 2;
+  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]), plan = split_tabs(lines[3]);
+  if (sources.size() != 2 || sources[0] != "sources" || device.size() != 4 || device[0] != "device" ||
+      plan.size() != 4 || plan[0] != "plan")
+    return 2;
+  if (sources[1] != kernel_sources_hash()) return 3;
+  uint64_t id = 0;
+  if (!parse_hex16(plan[1], &id)) return 2;
+  int status = 2;
+  std::string marker, lock;
+  try {
+    const auto devices = enumerate_devices();
+    const size_t index = std::strtoul(device[1].c_str(), nullptr, 10);
+    if (index >= devices.size()) return 3;
+    // No cache folder of ocl-infer's own here: what counts is the driver's cache.
+    ClRuntime cl(devices[index], "off", [](const std::string&) {}, false);
+    if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
+    marker = device[3] + "/tiered-" + device[2] + "-" + plan[1] + ".txt";
+    lock = device[3] + "/tiered-" + device[2] + "-" + plan[1] + ".lock";
+    status = run_job_launches(cl, lines, 4);
+  } catch (const std::exception&) {
+    status = 2;
+  }
+  if (status == 0) {
+    // The ledger first: a process that sees the marker must find the kernels known.
+    std::string specs;
+    for (size_t at = 0; at + 16 <= plan[3].size(); at += 17) specs += plan[3].substr(at, 16) + '\n';
+    const int fd = open(plan[2].c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      if (write(fd, specs.data(), specs.size()) < 0) {
+      }
+      close(fd);
+    }
+    const std::string tmp = marker + ".tmp." + std::to_string(getpid());
+    std::ofstream(tmp) << "plan " << plan[1] << " compiled with its own kernels\n";
+    std::rename(tmp.c_str(), marker.c_str());
+  }
+  if (!lock.empty()) unlink(lock.c_str());
+  return status;
+}
+
+}  // namespace
+
+bool first_run_kernels_apply(ClRuntime& cl) {
+  if (const char* e = std::getenv("OCL_INFER_FIRST_RUN_KERNELS"); e && std::string(e) == "0") return false;
+  if (const char* e = std::getenv("POCL_KERNEL_CACHE"); e && std::string(e) == "0") return false;
+  return !cl.cache_dir().empty() && helper_limit() > 0 && cl.driver_keeps_binaries() && !helper_executable().empty();
+}
+
+uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches) {
+  std::string text = cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n';
+  for (const Launch& l : launches)
+    text += l.file + '\t' + l.entry + '\t' + (l.tiered_options.empty() ? l.options : l.tiered_options) + '\t' +
+            join_sizes(l.global) + '|' + join_sizes(l.local) + '\n';
+  return fnv1a(text);
+}
+
+bool tier_done(const ClRuntime& cl, uint64_t plan_id) {
+  return !cl.cache_dir().empty() && access(tier_path(cl, plan_id, ".txt").c_str(), F_OK) == 0;
+}
+
+bool start_tier_up(const Plan& plan, ClRuntime& cl, const std::function<void(const std::string&)>& log) {
+  if (!first_run_kernels_apply(cl)) return false;
+  const std::string lock = tier_path(cl, plan.tier_id, ".lock");
+  if (tier_done(cl, plan.tier_id) || locked_by_other(lock)) return false;
+  const std::string exe = helper_executable();
+  const int device_index = device_index_of(cl);
+  if (exe.empty() || device_index < 0) return false;
+  // The plan's launches with their own options, in the bundle a fresh process makes of them.
+  std::set<std::string> bundled;
+  for (const auto& [file, options] : plan.tier_bundle) bundled.insert(file + '\n' + options);
+  const std::string common = cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n';
+  std::string body, specs;
+  std::unordered_set<uint64_t> seen;
+  for (const Launch& run : plan.launches) {
+    Launch l;  // the launch with its own options (a Launch's kernel is not copied)
+    l.file = run.file;
+    l.entry = run.entry;
+    l.options = run.tiered_options.empty() ? run.options : run.tiered_options;
+    l.args = run.args;
+    l.global = run.global;
+    l.local = run.local;
+    const Units units = bundled.count(l.file + '\n' + l.options) ? plan.tier_bundle : Units{};
+    const uint64_t spec = fnv1a(spec_key(common, l, units));
+    if (!seen.insert(spec).second) continue;
+    specs += (specs.empty() ? "" : ",") + hex16(spec);
+    body += describe_launch(plan, l, units);
+  }
+  const std::string ledger = cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt";
+  const std::string job = std::string(kTierHeader) + "\nsources\t" + kernel_sources_hash() + "\ndevice\t" +
+                          std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\t' +
+                          cl.cache_dir() + "\nplan\t" + hex16(plan.tier_id) + '\t' + ledger + '\t' +
+                          (specs.empty() ? "-" : specs) + '\n' + body;
+  {
+    const int fd = open(lock.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return false;
+    close(fd);
+  }
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/tier-%d-XXXXXX", cl.cache_dir().c_str(), static_cast<int>(getpid()));
+  const int fd = mkstemp(path);
+  if (fd < 0) {
+    unlink(lock.c_str());
+    return false;
+  }
+  const bool written = write(fd, job.data(), job.size()) == static_cast<ssize_t>(job.size());
+  close(fd);
+  if (!written || !spawn_detached(exe, path)) {
+    unlink(path);
+    unlink(lock.c_str());
+    return false;
+  }
+  if (log)
+    log("first run: used quick kernels for " + std::to_string(plan.first_run_kernels) +
+        " launches; a background process compiles the plan's own kernels (later runs use them once it is done)");
+  return true;
 }
 
 int compile_helper_main(const std::string& job_path) {
@@ -427,13 +647,15 @@ int compile_helper_main(const std::string& job_path) {
       }
     }
   }
-  // A helper outlives no run: it dies with the process that started it.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::ifstream f(job_path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(f, line);) lines.push_back(line);
   f.close();
   unlink(job_path.c_str());
+  // A tier-up outlives the run that started it (its results serve later processes).
+  if (!lines.empty() && lines[0] == kTierHeader) return tier_up_main(lines);
+  // A helper outlives no run: it dies with the process that started it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (lines.size() < 4 || lines[0] != kJobHeader) return 2;
   const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]), parent = split_tabs(lines[3]);
   if (sources.size() != 2 || sources[0] != "sources" || device.size() != 3 || device[0] != "device" ||
@@ -448,84 +670,8 @@ int compile_helper_main(const std::string& job_path) {
     if (index >= devices.size()) return 3;
     ClRuntime cl(devices[index], "off", [](const std::string&) {}, false);
     if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
-    size_t i = 4;
-    while (i < lines.size()) {
-      // One launch: launch, bundle, units, global, local, args, end.
-      const auto head = split_tabs(lines[i++]);
-      if (head.size() != 4 || head[0] != "launch") return 2;
-      Launch l;
-      l.file = head[1];
-      l.entry = head[2];
-      l.options = head[3];
-      std::vector<std::pair<std::string, std::string>> units;
-      std::vector<BufferPtr> buffers;
-      bool ok = true;
-      for (; i < lines.size() && lines[i] != "end"; ++i) {
-        const auto t = split_tabs(lines[i]);
-        if (t[0] == "unit" && t.size() == 3) {
-          units.push_back({t[1], t[2]});
-        } else if ((t[0] == "global" || t[0] == "local") && t.size() >= 2) {
-          auto& v = t[0] == "global" ? l.global : l.local;
-          for (size_t k = 2; k < t.size(); ++k) v.push_back(std::strtoull(t[k].c_str(), nullptr, 10));
-        } else if (t[0] == "arg" && t.size() >= 3) {
-          KernelArg a;
-          if (t[1] == "m" && t.size() == 4) {
-            const size_t bytes = std::strtoull(t[2].c_str(), nullptr, 10);
-            std::vector<unsigned char> content;
-            if (bytes > 0) {
-              if (t[3] != "-" && parse_hex_bytes(t[3], &content) && content.size() == bytes) {
-                buffers.push_back(cl.upload(content.data(), bytes));
-              } else {
-                // Zeros: the kernels' geometry comes from the parameters above, so every index
-                // stays where the plan's own run keeps it.
-                buffers.push_back(cl.alloc(bytes));
-                const cl_uchar zero = 0;
-                cl_check(clEnqueueFillBuffer(cl.queue(), buffers.back()->mem, &zero, 1, 0, bytes, 0, nullptr, nullptr),
-                         "clEnqueueFillBuffer");
-              }
-              a.mem = buffers.back()->mem;
-            }
-          } else if (t[1] == "i" || t[1] == "l") {
-            a.kind = t[1] == "i" ? KernelArg::Kind::Int32 : KernelArg::Kind::Int64;
-            a.i = std::strtoll(t[2].c_str(), nullptr, 10);
-          } else if (t[1] == "f" || t[1] == "d") {
-            a.kind = t[1] == "f" ? KernelArg::Kind::Float32 : KernelArg::Kind::Float64;
-            const uint64_t bits = std::strtoull(t[2].c_str(), nullptr, 10);
-            std::memcpy(&a.f, &bits, sizeof bits);
-          } else {
-            ok = false;
-          }
-          l.args.push_back(a);
-        } else if (t[0] != "bundle") {
-          ok = false;
-        }
-      }
-      ++i;  // "end"
-      if (!ok) return 2;
-      try {
-        if (!units.empty()) {
-          cl.build_bundle_exact(units);
-          // A bundle that did not build here would make kernel() build the unit on its own: a
-          // program the run does not use.
-          if (cl.bundle_units(l.file, l.options).empty()) continue;
-        }
-        resolve_launch(cl, l);
-        // One work-group is enough where it compiles the same kernel: PoCL specialises a kernel on
-        // its work-group size and on whether every grid dimension is narrower than 65,535, and the
-        // first work-group's indices are inside the plan's grid. Then the helper spends its time
-        // compiling rather than computing.
-        if (!l.local.empty() && l.local.size() == l.global.size() &&
-            *std::max_element(l.global.begin(), l.global.end()) < 65535)
-          l.global = l.local;
-        cl_check(clEnqueueNDRangeKernel(cl.queue(), l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
-                                        l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
-                                        nullptr),
-                 "clEnqueueNDRangeKernel");
-        cl_check(clFinish(cl.queue()), "clFinish");
-      } catch (const std::exception&) {
-        // The run compiles this one itself.
-      }
-    }
+    const int status = run_job_launches(cl, lines, 4);
+    if (status != 0) return status;
   } catch (const std::exception&) {
     return 2;
   }

@@ -18,6 +18,7 @@
 // names the executable (default: `ocl-infer` beside the library or in ../bin).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@
 namespace oi {
 
 class ClRuntime;
+struct Launch;
 struct Plan;
 
 class CompileHelpers {
@@ -72,8 +74,28 @@ class CompileHelpers {
 // the number of programs handed over.
 int store_binaries_in_background(ClRuntime& cl, const std::function<void(const std::string&)>& log);
 
-// The helper's side: runs the job in `job_path` (and deletes the file): a compile job, or a
-// binary-store job from store_binaries_in_background. Returns the process's exit status: 0 done,
+// Tier-up. On a driver that compiles each kernel at its first launch (PoCL), a plan's first run
+// can use first-run kernels (Launch::first_run_options): the same values, far less code to
+// generate (depthwise convs with the row widths as arguments: one program for every width of a
+// network instead of one per width; mobilenet_v2's first run 3.4 -> ~2 s). After that run a
+// detached background process (the same executable, low priority) builds the plan's own programs
+// as a fresh process would bundle them, launches each of its kernels once into the driver's cache,
+// adds them to the ledger and leaves a marker (tiered-<device>-<plan>.txt in the cache folder).
+// From then on the session builds the plan again with its own kernels (at the start of a run;
+// the programs come from the driver's cache), and later processes start with them.
+// Applies with a cache folder on such a driver, unless $OCL_INFER_FIRST_RUN_KERNELS=0 or
+// $OCL_INFER_COMPILE_HELPERS=0.
+bool first_run_kernels_apply(ClRuntime& cl);
+// Names a plan by its launches with their own options (and the kernel sources, the device).
+uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches);
+// Whether the background process finished that plan's own kernels (its marker exists).
+bool tier_done(const ClRuntime& cl, uint64_t plan_id);
+// After the first run of `plan` with first-run kernels: starts the background process unless one
+// is at it already (a lock file younger than 10 minutes). Returns whether it started one.
+bool start_tier_up(const Plan& plan, ClRuntime& cl, const std::function<void(const std::string&)>& log);
+
+// The helper's side: runs the job in `job_path` (and deletes the file): a compile job, a tier-up
+// job from start_tier_up, or a binary-store job from store_binaries_in_background. Returns the process's exit status: 0 done,
 // 2 unreadable job, 3 the job is for other kernel sources or another device.
 int compile_helper_main(const std::string& job_path);
 

@@ -1,4 +1,5 @@
 #include "runtime/exec/plan.hpp"
+#include "runtime/exec/compile_helpers.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -360,8 +361,30 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   const auto t_lowered = clock::now();
   p.phases.lower_ms = ms(t_graph, t_lowered);
   p.phases.upload_ms = cl.upload_ms() - upload_before;
+  // First-run kernels in place of the plan's own where those are not compiled yet (a cold start
+  // on a driver that compiles at first launch; runtime/exec/compile_helpers.hpp).
+  if (options.first_run_kernels) {
+    bool any = false;
+    for (const Launch& l : p.launches) any |= !l.kernel && !l.first_run_options.empty();
+    if (any) {
+      p.tier_id = tier_plan_id(cl, p.launches);
+      if (!tier_done(cl, p.tier_id)) {
+        std::vector<std::pair<std::string, std::string>> own;
+        for (const Launch& l : p.launches)
+          if (!l.kernel) own.push_back({l.file, l.options});
+        p.tier_bundle = cl.fresh_bundle(own);
+        for (Launch& l : p.launches)
+          if (!l.kernel && !l.first_run_options.empty()) {
+            l.tiered_options = l.options;
+            l.options = l.first_run_options;
+            ++p.first_run_kernels;
+          }
+      }
+    }
+  }
   // The programs not built yet go into one bundle (one driver build instead of one per program).
   {
+    if (!options.bundle_again.empty()) cl.build_bundle_again(options.bundle_again);
     std::vector<std::pair<std::string, std::string>> units;
     for (const Launch& l : p.launches)
       if (!l.kernel) units.push_back({l.file, l.options});

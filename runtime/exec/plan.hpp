@@ -30,6 +30,12 @@ struct PlanOptions {
   Tuner* tuner = nullptr;
   // See CompileOptions::allow_segments.
   bool allow_segments = false;
+  // Whether launches may run their first-run kernels (Launch::first_run_options) while the plan's
+  // own kernels are not compiled yet (runtime/exec/compile_helpers.hpp, tier-up).
+  bool first_run_kernels = false;
+  // A plan built again after its tier-up: the bundle the background process compiled (loaded
+  // from the driver's cache), built before the plan's other programs.
+  std::vector<std::pair<std::string, std::string>> bundle_again;
 };
 
 struct Plan {
@@ -61,6 +67,12 @@ struct Plan {
   // meaningful geometry (runtime/exec/compile_helpers.hpp).
   static constexpr size_t kSmallConstant = 64 << 10;
   std::map<cl_mem, std::vector<unsigned char>> small_constants;
+  // Tier-up (runtime/exec/compile_helpers.hpp): the launches running their first-run kernels (0:
+  // the plan runs its own), the plan's id over its own options, and the bundle a fresh process
+  // makes of its own programs.
+  int first_run_kernels = 0;
+  uint64_t tier_id = 0;
+  std::vector<std::pair<std::string, std::string>> tier_bundle;
 
   const Graph& graph() const { return compiled.graph; }
 

@@ -537,6 +537,15 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   auto ins = s.check_inputs(fed);
   const std::set<int> plan_time = s.small_plan_time(s.plan_time, ins);
   std::string key = Impl::key_of(ins, plan_time);
+  // A plan that ran its first-run kernels is built again once its own kernels are compiled (by the
+  // background process start_tier_up started; runtime/exec/compile_helpers.hpp).
+  std::vector<std::pair<std::string, std::string>> bundle_again;
+  if (s.plan && key == s.plan_key && s.plan_ran && s.plan->first_run_kernels > 0 &&
+      oi::tier_done(*s.cl, s.plan->tier_id)) {
+    bundle_again = s.plan->tier_bundle;
+    s.plan.reset();
+    s.log("tier-up: the plan's own kernels are compiled; building the plan again with them");
+  }
   if (!s.plan || key != s.plan_key) {
     auto t0 = std::chrono::steady_clock::now();
     s.plan.reset();
@@ -544,7 +553,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     double compile_before = s.cl->compile_stats().compile_ms;
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
         bundled_before = s.cl->compile_stats().bundled;
-    const oi::PlanOptions po = s.plan_options();
+    oi::PlanOptions po = s.plan_options();
+    // Not while profiling or tuning: those measure the plan's own kernels.
+    po.first_run_kernels = !s.options.profiling && !s.tuner->tuning() && oi::first_run_kernels_apply(*s.cl);
+    po.bundle_again = std::move(bundle_again);
     const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
     const oi::Tuner::Summary& after = s.tuner->summary();
@@ -619,6 +631,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     // the next start, in the background (runtime/exec/compile_helpers.hpp).
     const bool warm_start = helpers->warm();
     helpers->finished();
+    if (s.plan->first_run_kernels > 0) oi::start_tier_up(*s.plan, *s.cl, [&s](const std::string& m) { s.log(m); });
     const char* policy = std::getenv("OCL_INFER_STORE_BINARIES");
     const bool always = policy && std::string(policy) == "background";
     if (warm_start && (always || s.stats.compile_ms >= kStoreBinariesAboveMs))
