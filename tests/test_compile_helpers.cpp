@@ -319,6 +319,79 @@ TEST(CompileHelpers, JobNamesEachUnitsKernelOfABundle) {
   EXPECT_LT(reference::rel_error(run(m, x, make_temp_dir("helpers-units-run")).y, want), 1e-5);
 }
 
+// Tier-up (runtime/exec/compile_helpers.hpp): a cold plan with depthwise convs runs their quick
+// kernels first, a background process compiles the plan's own, and the session then builds the
+// plan again with them (at the start of a later run); the values stay the same bits. A second
+// session starts with its own kernels; with $OCL_INFER_FIRST_RUN_KERNELS=0 nothing of this happens.
+TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
+  SKIP_UNLESS_HELPERS_APPLY();
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  std::mt19937 rng(23);
+  ModelBuilder m;
+  const Tensor x = random_tensor({1, 8, 12, 20}, rng), w1 = random_tensor({8, 1, 3, 3}, rng),
+               w2 = random_tensor({8, 1, 3, 3}, rng);
+  m.input("x", DType::Float32, {1, 8, 12, 20}).output("y");
+  m.initializer("w1", w1).initializer("w2", w2);
+  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"});
+  attr_ints(c1, "pads", {1, 1, 1, 1});
+  attr_i(c1, "group", 8);
+  m.node("Relu", {"c1"}, {"r1"});
+  auto& c2 = m.node("Conv", {"r1", "w2"}, {"y"});
+  attr_ints(c2, "pads", {1, 1, 1, 1});
+  attr_ints(c2, "strides", {2, 2});
+  attr_i(c2, "group", 8);
+  // The stride-2 conv: every second row and column of the stride-1 one (the same padding).
+  const Tensor full = reference::conv2d(reference::unary(reference::conv2d(x, w1, nullptr, 1, 8), reference::relu),
+                                        w2, nullptr, 1, 8);
+  Tensor want(DType::Float32, {1, 8, 6, 10});
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t h = 0; h < 6; ++h)
+      for (int64_t w = 0; w < 10; ++w)
+        want.data<float>()[(c * 6 + h) * 10 + w] = full.data<float>()[(c * 12 + 2 * h) * 20 + 2 * w];
+  const std::string dir = make_temp_dir("helpers-tier");
+  const auto said = [](const std::vector<std::string>& log, const std::string& what) {
+    for (const auto& l : log)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  std::vector<std::string> log;
+  ocl_infer::SessionOptions so;
+  so.cache_dir = dir;
+  so.tuning_cache = "off";
+  so.log = [&log](const std::string& line) { log.push_back(line); };
+  const std::string bytes = m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  // The stride-2 conv's output rows (10) are wider than a vector (8): both convs have quick kernels.
+  const Tensor first = s.run({{"x", x}}).at("y");
+  ASSERT_TRUE(said(log, "used quick kernels for 2 launches")) << testing::PrintToString(log);
+  EXPECT_LT(reference::rel_error(first, want), 1e-5);
+  // Later runs until the background process is done (it compiles two kernels and a few others).
+  bool swapped = false;
+  for (int i = 0; i < 600 && !swapped; ++i) {
+    usleep(100000);
+    const Tensor y = s.run({{"x", x}}).at("y");
+    EXPECT_EQ(y.bytes, first.bytes) << "run " << i;
+    swapped = said(log, "building the plan again with them");
+  }
+  ASSERT_TRUE(swapped) << "no tier-up within 60 s: " << testing::PrintToString(log);
+  EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
+  // A new session finds the plan's own kernels compiled.
+  std::vector<std::string> log2;
+  so.log = [&log2](const std::string& line) { log2.push_back(line); };
+  auto s2 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  EXPECT_EQ(s2.run({{"x", x}}).at("y").bytes, first.bytes);
+  EXPECT_FALSE(said(log2, "quick kernels")) << testing::PrintToString(log2);
+  EXPECT_FALSE(said(log2, "helper process")) << "every kernel is in the ledger: " << testing::PrintToString(log2);
+  // Turned off: the plan's own kernels from the first run.
+  const ScopedEnv off("OCL_INFER_FIRST_RUN_KERNELS", "0");
+  std::vector<std::string> log3;
+  so.cache_dir = make_temp_dir("helpers-tier-off");
+  so.log = [&log3](const std::string& line) { log3.push_back(line); };
+  auto s3 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  EXPECT_EQ(s3.run({{"x", x}}).at("y").bytes, first.bytes);
+  EXPECT_FALSE(said(log3, "quick kernels")) << testing::PrintToString(log3);
+}
+
 // A warm start on PoCL (every kernel in the ledger) hands the programs it compiled from source to
 // a background process, which stores their binaries in the cache folder; the next start loads
 // them as binaries, with the same results.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "tests/model_builder.hpp"
@@ -344,6 +345,75 @@ TEST(Conv, DepthwiseMatchesReference) {
   for (const ConvCase& c : cases)
     for (bool constant : {true, false})
       if (!fp16_sampled_out(k++)) check_conv(c, constant, rng);
+}
+
+// The quick depthwise kernel (quick=1: the row widths as arguments, a rolled loop of masked
+// vectors), which a plan's first run uses on PoCL in place of the depthwise kernel with the widths
+// compiled in (runtime/exec/compile_helpers.hpp, tier-up), must give the same bits: each output is
+// the same sum in the same order. With a residual and an activation, bands of rows, several
+// channels per work-item, 4- and 16-pixel vectors, strides 1-3, dilation, 5x5, wide rows, the
+// buffer's first and last planes, and against the reference.
+TEST(Conv, DepthwiseQuickKernelGivesTheSameBits) {
+  std::mt19937 rng(19);
+  struct Quick {
+    ConvCase c;
+    const char* params;  // the rest of the forced variant
+    bool residual;
+  };
+  const std::vector<Quick> cases = {
+      {{2, 6, 6, 6, {9, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "", true},
+      {{1, 4, 8, 4, {13, 37}, {5, 5}, {2, 2}, {1, 1}, {2, 1, 2, 2}}, "", false},
+      {{2, 3, 3, 3, {12, 61}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}}, ",owb=4", true},
+      {{1, 5, 5, 5, {4, 300}, {3, 3}, {1, 1}, {1, 1}, {1, 3, 1, 3}}, ",owb=16", false},
+      {{1, 2, 2, 2, {130, 70}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, ",bands=8", true},
+      {{1, 64, 64, 64, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, ",chans=4", true},
+      {{1, 3, 3, 3, {11, 40}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}}, ",owb=4", false},
+      {{2, 8, 8, 8, {30, 112}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 1, 1}}, "", true},
+  };
+  // -0 and +0 are one value here: the quick kernel adds w * 0 where the other skips a tap.
+  const auto same_bits = [](const Tensor& a, const Tensor& b) {
+    if (a.numel() != b.numel()) return false;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const float x = a.data<float>()[i] + 0.0f, y = b.data<float>()[i] + 0.0f;
+      if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+    }
+    return true;
+  };
+  for (const Quick& q : cases) {
+    const ConvCase& c = q.c;
+    const std::vector<int64_t> xs = concat({c.N, c.C}, c.in), ws = concat({c.M, c.C / c.G}, c.k);
+    const Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.M}, rng);
+    Tensor ref = conv_reference(c, x, w, &b);
+    const Tensor r = random_tensor(ref.shape, rng);
+    ModelBuilder m;
+    m.input("x", DType::Float32, xs).output("y").initializer("w", w).initializer("b", b);
+    auto& node = m.node("Conv", {"x", "w", "b"}, {"conv"});
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    attr_i(node, "group", c.G);
+    std::map<std::string, Tensor> feeds{{"x", x}};
+    std::string pre = "conv";
+    if (q.residual) {
+      m.input("r", DType::Float32, ref.shape);
+      m.node("Add", {"conv", "r"}, {"sum"});
+      feeds["r"] = r;
+      pre = "sum";
+    }
+    m.node("Relu", {pre}, {"y"});
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      ref.data<float>()[i] = std::max(ref.data<float>()[i] + (q.residual ? r.data<float>()[i] : 0.0f), 0.0f);
+    std::map<int, Tensor> got;
+    for (int quick : {0, 1}) {
+      ocl_infer::SessionOptions so;
+      so.kernel_variants = "conv=depthwise:quick=" + std::to_string(quick) + q.params;
+      auto s = open_session(m, so);
+      got[quick] = s.run(feeds).at("y");
+      EXPECT_LE(rel_error(got[quick], ref), fp16_mode() ? 1e-2 : 1e-5) << so.kernel_variants;
+      EXPECT_NE(s.dump("plan").find(quick ? "quick=1" : "quick=0"), std::string::npos) << s.dump("plan");
+    }
+    EXPECT_TRUE(same_bits(got[0], got[1])) << "in " << ocl_infer::shape_to_string(xs) << q.params;
+  }
 }
 
 // 1x1 convs over at least 16 pixels run as vectors along the pixels, the last vector moved back

@@ -308,7 +308,7 @@ TEST(Optimizer, FusesGlobalAveragePoolIntoDepthwiseConv) {
     EXPECT_EQ(fused, 2) << r.graph_json;
     const auto want = run(m, {{"x", x}}, 0).out;
     for (const char* force : {"conv=depthwise:bands=1", "conv=depthwise:bands=2,chans=1", "conv=depthwise:chans=4,owb=4",
-                              "conv=depthwise_wg", "conv=packed", "conv=tiled"}) {
+                              "conv=depthwise:bands=1,quick=1", "conv=depthwise_wg", "conv=packed", "conv=tiled"}) {
       for (auto precision : {ocl_infer::Precision::Float32, ocl_infer::Precision::Float16}) {
         std::string b = m.bytes();
         ocl_infer::SessionOptions opt;
