@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -390,6 +391,63 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   auto s3 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   EXPECT_EQ(s3.run({{"x", x}}).at("y").bytes, first.bytes);
   EXPECT_FALSE(said(log3, "quick kernels")) << testing::PrintToString(log3);
+}
+
+// The same for a model that runs in segments (NonZero's output shape depends on the data): the
+// first segment's plan runs the quick kernels and tiers up; a new session starts with its own.
+TEST(CompileHelpers, FirstRunKernelsInASegmentedModel) {
+  SKIP_UNLESS_HELPERS_APPLY();
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  std::mt19937 rng(29);
+  ModelBuilder m;
+  const Tensor x = random_tensor({1, 8, 9, 24}, rng), w = random_tensor({8, 1, 3, 3}, rng);
+  m.input("x", DType::Float32, {1, 8, 9, 24}).output("y").output("nz");
+  m.initializer("w", w);
+  auto& c = m.node("Conv", {"x", "w"}, {"y"});
+  attr_ints(c, "pads", {1, 1, 1, 1});
+  attr_i(c, "group", 8);
+  m.node("Relu", {"y"}, {"r"});
+  m.node("NonZero", {"r"}, {"nz"});
+  const Tensor want = reference::conv2d(x, w, nullptr, 1, 8);
+  const std::string dir = make_temp_dir("helpers-tier-seg");
+  const auto said = [](const std::vector<std::string>& log, const std::string& what) {
+    for (const auto& l : log)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  std::vector<std::string> log;
+  ocl_infer::SessionOptions so;
+  so.cache_dir = dir;
+  so.tuning_cache = "off";
+  so.log = [&log](const std::string& line) { log.push_back(line); };
+  const std::string bytes = m.bytes();
+  std::map<std::string, Tensor> first;
+  {
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+    first = s.run({{"x", x}});
+  }
+  ASSERT_TRUE(said(log, "used quick kernels for 1 launches")) << testing::PrintToString(log);
+  EXPECT_LT(reference::rel_error(first.at("y"), want), 1e-5);
+  int64_t positive = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) positive += want.data<float>()[i] > 0;
+  EXPECT_EQ(first.at("nz").shape, (std::vector<int64_t>{4, positive}));
+  // The background process outlives the session; its marker appears.
+  std::vector<std::string> markers;
+  for (int i = 0; i < 600 && markers.empty(); ++i) {
+    usleep(100000);
+    find_files(dir, ".txt", &markers);
+    markers.erase(std::remove_if(markers.begin(), markers.end(),
+                                 [](const std::string& f) { return f.find("/tiered-") == std::string::npos; }),
+                  markers.end());
+  }
+  ASSERT_EQ(markers.size(), 1u) << "no tier-up marker within 60 s";
+  std::vector<std::string> log2;
+  so.log = [&log2](const std::string& line) { log2.push_back(line); };
+  auto s2 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  const auto second = s2.run({{"x", x}});
+  EXPECT_FALSE(said(log2, "quick kernels")) << testing::PrintToString(log2);
+  EXPECT_EQ(second.at("y").bytes, first.at("y").bytes);
+  EXPECT_EQ(second.at("nz").bytes, first.at("nz").bytes);
 }
 
 // A warm start on PoCL (every kernel in the ledger) hands the programs it compiled from source to

@@ -560,7 +560,9 @@ int tier_up_main(const std::vector<std::string>& lines) {
 bool first_run_kernels_apply(ClRuntime& cl) {
   if (const char* e = std::getenv("OCL_INFER_FIRST_RUN_KERNELS"); e && std::string(e) == "0") return false;
   if (const char* e = std::getenv("POCL_KERNEL_CACHE"); e && std::string(e) == "0") return false;
-  return !cl.cache_dir().empty() && helper_limit() > 0 && cl.driver_keeps_binaries() && !helper_executable().empty();
+  // A cache folder the marker can be written to: without it the plan would never tier up.
+  return !cl.cache_dir().empty() && access(cl.cache_dir().c_str(), W_OK) == 0 && helper_limit() > 0 &&
+         cl.driver_keeps_binaries() && !helper_executable().empty();
 }
 
 uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches) {

@@ -362,7 +362,9 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   p.phases.lower_ms = ms(t_graph, t_lowered);
   p.phases.upload_ms = cl.upload_ms() - upload_before;
   // First-run kernels in place of the plan's own where those are not compiled yet (a cold start
-  // on a driver that compiles at first launch; runtime/exec/compile_helpers.hpp).
+  // on a driver that compiles at first launch; runtime/exec/compile_helpers.hpp). In a model
+  // that runs in segments, the first segment's plan (the session's own; later segments' plans
+  // are built without them).
   if (options.first_run_kernels) {
     bool any = false;
     for (const Launch& l : p.launches) any |= !l.kernel && !l.first_run_options.empty();

@@ -371,6 +371,7 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   std::map<std::string, Tensor> fetched;  // RunOptions::fetch, from whichever segment computes each
   oi::Plan* cur = plan.get();
   bool* ran = &plan_ran;
+  const bool first_of_plan = !plan_ran;
   std::string key = plan_key;
   for (int seg = 0;; ++seg) {
     if (seg > kMaxSegments)
@@ -491,6 +492,9 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
                      "evaluated on the host between segments, or not a value of this model)");
   }
   for (auto& [name, t] : fetched) results.emplace(name, std::move(t));
+  // The first segment's plan ran its first-run kernels: its tier-up (runtime/exec/compile_helpers.hpp).
+  if (first_of_plan && plan->first_run_kernels > 0)
+    oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); });
   if (options.profiling) {
     sync_labels.resize(last_segments.size() - 1);
     sync_us.resize(last_segments.size() - 1);
@@ -555,7 +559,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         bundled_before = s.cl->compile_stats().bundled;
     oi::PlanOptions po = s.plan_options();
     // Not while profiling or tuning: those measure the plan's own kernels.
-    po.first_run_kernels = !s.options.profiling && !s.tuner->tuning() && oi::first_run_kernels_apply(*s.cl);
+    po.first_run_kernels = !s.options.profiling && !s.options.tune && oi::first_run_kernels_apply(*s.cl);
     po.bundle_again = std::move(bundle_again);
     const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
