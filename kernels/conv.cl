@@ -595,7 +595,7 @@ __kernel void conv_f32_pack_weights(__global const WT* restrict Wt, __global flo
 // arguments (DW_RUNTIME_W): one program serves every width of a network (mobilenet_v2: 2 programs
 // instead of 9), a row is a rolled loop over masked vectors, and PoCL generates its code in
 // ~0.2 s instead of 0.15-0.45 s per width. The plan's first run on a driver that compiles at
-// first launch uses it (runtime/exec/tier_up.hpp); each output value is the same sum in the same
+// first launch uses it (runtime/exec/compile_helpers.hpp); each output value is the same sum in the same
 // order as with the widths compiled in. The functions below take the widths as arguments in
 // both builds; with the widths compiled in, the arguments are unused.
 #ifndef IN_W

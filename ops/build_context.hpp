@@ -67,7 +67,7 @@ struct Launch {
   std::string file, entry, options;
   // Options of a kernel of the same file and entry point, arguments and sizes that the driver
   // compiles faster and that computes the same values (the same sums in the same order), for a
-  // plan's first run (runtime/exec/tier_up.hpp); empty where there is none. `tiered_options`
+  // plan's first run (runtime/exec/compile_helpers.hpp); empty where there is none. `tiered_options`
   // holds the launch's own options while the plan runs the first-run kernel in their place.
   std::string first_run_options, tiered_options;
   std::vector<KernelArg> args;

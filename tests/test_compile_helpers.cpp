@@ -327,6 +327,9 @@ TEST(CompileHelpers, JobNamesEachUnitsKernelOfABundle) {
 TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   SKIP_UNLESS_HELPERS_APPLY();
   const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  // No binary store in the background: it compiles kernels again to read their binaries back,
+  // which the count of compiled kernels below would take for the tier-up's.
+  const ScopedEnv no_store("OCL_INFER_STORE_BINARIES", "0");
   std::mt19937 rng(23);
   ModelBuilder m;
   const Tensor x = random_tensor({1, 8, 12, 20}, rng), w1 = random_tensor({8, 1, 3, 3}, rng),
@@ -337,18 +340,29 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   attr_ints(c1, "pads", {1, 1, 1, 1});
   attr_i(c1, "group", 8);
   m.node("Relu", {"c1"}, {"r1"});
-  auto& c2 = m.node("Conv", {"r1", "w2"}, {"y"});
+  auto& c2 = m.node("Conv", {"r1", "w2"}, {"c2"});
   attr_ints(c2, "pads", {1, 1, 1, 1});
   attr_ints(c2, "strides", {2, 2});
   attr_i(c2, "group", 8);
+  // A layer norm in work-groups (forced below): its program is built while the plan is lowered
+  // (to ask its work-group size), so it stays out of the bundle a fresh process makes; the
+  // tier-up's bundle must match that one.
+  Tensor ones(DType::Float32, {10}), zeros(DType::Float32, {10});
+  for (int i = 0; i < 10; ++i) ones.data<float>()[i] = 1.0f, zeros.data<float>()[i] = 0.0f;
+  m.initializer("scale", ones).initializer("shift", zeros);
+  m.node("LayerNormalization", {"c2", "scale", "shift"}, {"y"});
   // The stride-2 conv: every second row and column of the stride-1 one (the same padding).
   const Tensor full = reference::conv2d(reference::unary(reference::conv2d(x, w1, nullptr, 1, 8), reference::relu),
                                         w2, nullptr, 1, 8);
   Tensor want(DType::Float32, {1, 8, 6, 10});
   for (int64_t c = 0; c < 8; ++c)
-    for (int64_t h = 0; h < 6; ++h)
-      for (int64_t w = 0; w < 10; ++w)
-        want.data<float>()[(c * 6 + h) * 10 + w] = full.data<float>()[(c * 12 + 2 * h) * 20 + 2 * w];
+    for (int64_t h = 0; h < 6; ++h) {
+      float* row = want.data<float>() + (c * 6 + h) * 10;
+      double sum = 0, sq = 0;
+      for (int64_t w = 0; w < 10; ++w) sum += row[w] = full.data<float>()[(c * 12 + 2 * h) * 20 + 2 * w];
+      for (int64_t w = 0; w < 10; ++w) sq += (row[w] - sum / 10) * (row[w] - sum / 10);
+      for (int64_t w = 0; w < 10; ++w) row[w] = static_cast<float>((row[w] - sum / 10) / std::sqrt(sq / 10 + 1e-5));
+    }
   const std::string dir = make_temp_dir("helpers-tier");
   const auto said = [](const std::vector<std::string>& log, const std::string& what) {
     for (const auto& l : log)
@@ -359,6 +373,7 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   ocl_infer::SessionOptions so;
   so.cache_dir = dir;
   so.tuning_cache = "off";
+  so.kernel_variants = "norm=group";
   so.log = [&log](const std::string& line) { log.push_back(line); };
   const std::string bytes = m.bytes();
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
@@ -372,17 +387,32 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
     usleep(100000);
     const Tensor y = s.run({{"x", x}}).at("y");
     EXPECT_EQ(y.bytes, first.bytes) << "run " << i;
-    swapped = said(log, "building the plan again with them");
+    swapped = said(log, "the plan's own kernels are compiled; plan built again");
   }
   ASSERT_TRUE(swapped) << "no tier-up within 60 s: " << testing::PrintToString(log);
+  // The session's plan built again and a new session load the background process's programs and
+  // kernels from the driver's cache: PoCL compiles nothing new for them.
+  std::vector<std::string> kernels_before;
+  find_files(kPoclCache, ".so", &kernels_before);
   EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
-  // A new session finds the plan's own kernels compiled.
   std::vector<std::string> log2;
   so.log = [&log2](const std::string& line) { log2.push_back(line); };
   auto s2 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   EXPECT_EQ(s2.run({{"x", x}}).at("y").bytes, first.bytes);
   EXPECT_FALSE(said(log2, "quick kernels")) << testing::PrintToString(log2);
   EXPECT_FALSE(said(log2, "helper process")) << "every kernel is in the ledger: " << testing::PrintToString(log2);
+  // So does a session without first-run kernels, which finds the bundle through the registry.
+  {
+    const ScopedEnv off("OCL_INFER_FIRST_RUN_KERNELS", "0");
+    auto s2b = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+    EXPECT_EQ(s2b.run({{"x", x}}).at("y").bytes, first.bytes);
+  }
+  std::vector<std::string> kernels_after;
+  find_files(kPoclCache, ".so", &kernels_after);
+  EXPECT_EQ(kernels_after.size(), kernels_before.size()) << "kernels compiled again after the tier-up";
+  for (const auto& k : kernels_after)
+    if (std::find(kernels_before.begin(), kernels_before.end(), k) == kernels_before.end())
+      ADD_FAILURE() << "compiled after the tier-up: " << k;
   // Turned off: the plan's own kernels from the first run.
   const ScopedEnv off("OCL_INFER_FIRST_RUN_KERNELS", "0");
   std::vector<std::string> log3;
@@ -391,6 +421,45 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   auto s3 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   EXPECT_EQ(s3.run({{"x", x}}).at("y").bytes, first.bytes);
   EXPECT_FALSE(said(log3, "quick kernels")) << testing::PrintToString(log3);
+}
+
+// A helper that never runs (a helper executable that fails at once): the session does not keep
+// its first-run kernels; after 5 s without a helper it builds the plan with its own kernels.
+TEST(CompileHelpers, FirstRunKernelsWithoutAHelperGoBackToTheOwn) {
+  SKIP_UNLESS_HELPERS_APPLY();
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  const ScopedEnv exe("OCL_INFER_COMPILE_HELPER", "/bin/false");
+  std::mt19937 rng(31);
+  ModelBuilder m;
+  const Tensor x = random_tensor({1, 6, 10, 17}, rng), w = random_tensor({6, 1, 3, 3}, rng);
+  m.input("x", DType::Float32, {1, 6, 10, 17}).output("y");
+  m.initializer("w", w);
+  auto& c = m.node("Conv", {"x", "w"}, {"y"});
+  attr_ints(c, "pads", {1, 1, 1, 1});
+  attr_i(c, "group", 6);
+  std::vector<std::string> log;
+  ocl_infer::SessionOptions so;
+  so.cache_dir = make_temp_dir("helpers-tier-none");
+  so.tuning_cache = "off";
+  so.log = [&log](const std::string& line) { log.push_back(line); };
+  const std::string bytes = m.bytes();
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+  const Tensor first = s.run({{"x", x}}).at("y");
+  EXPECT_LT(reference::rel_error(first, reference::conv2d(x, w, nullptr, 1, 6)), 1e-5);
+  const auto said = [&log](const std::string& what) {
+    for (const auto& l : log)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  ASSERT_TRUE(said("used quick kernels for 1 launches")) << testing::PrintToString(log);
+  bool own = false;
+  for (int i = 0; i < 100 && !own; ++i) {
+    usleep(100000);
+    EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
+    own = said("no background process took it up");
+  }
+  EXPECT_TRUE(own) << testing::PrintToString(log);
+  EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
 }
 
 // The same for a model that runs in segments (NonZero's output shape depends on the data): the

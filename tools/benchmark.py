@@ -48,7 +48,6 @@ its error in the table instead of a number; the other columns are still measured
 """
 
 import argparse
-import glob
 import json
 import math
 import os
@@ -489,10 +488,8 @@ def cold_start(args, cli_args: list, tmp_dir: str, driver_cache: bool = False) -
         return outcome
     finally:
         # A first run with first-run kernels leaves a background process compiling the plan's own
-        # kernels (its lock file in the cache folder): let it finish before the next measurement.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and glob.glob(os.path.join(cache, "ocl-infer", "tiered-*.lock")):
-            time.sleep(0.2)
+        # kernels into this cache: let it finish before the next measurement.
+        wait_for_helpers(timeout=120)
         shutil.rmtree(cache, ignore_errors=True)
 
 

@@ -1173,12 +1173,20 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::fresh_bundle(
     const std::vector<std::pair<std::string, std::string>>& units) {
   const char* off = std::getenv("OCL_INFER_BUNDLE");
   if (off && std::string(off) == "0") return {};
+  // The same units build_bundle would take: not built yet (programs a plan builds while it is
+  // lowered, to ask a kernel's work-group size, stay out), each once, bundlable.
   std::vector<std::pair<std::string, std::string>> todo;
-  std::set<std::string> seen;
-  for (const auto& [file, options] : units) {
-    std::vector<std::pair<std::string, std::string>> defines;
-    if (seen.insert(file + '\n' + options).second && parse_define_options(options, &defines))
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> seen;
+    for (const auto& [file, options] : units) {
+      const std::string key = file + '\n' + options;
+      std::vector<std::pair<std::string, std::string>> defines;
+      if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
+          pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
+        continue;
       todo.push_back({file, options});
+    }
   }
   if (todo.size() < 2) return {};
   std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -361,6 +362,8 @@ bool spawn_detached(const std::string& exe, const std::string& job) {
         dup2(null_fd, 1);
         dup2(null_fd, 2);
       }
+      // Nothing else of the caller's (sockets, pipes) stays open in a process that outlives it.
+      syscall(SYS_close_range, 3U, ~0U, 0U);
       execve(exe.c_str(), argv, environ);
       _exit(127);
     }
@@ -421,8 +424,9 @@ namespace {
 
 // Runs the launch descriptions of a job from lines[i] on: builds each launch's program (its
 // bundle) and launches its kernel once, so that the driver compiles it into its cache. Returns 0,
-// or 2 for a malformed description.
-int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_t i) {
+// or 2 for a malformed description; `failed` (when given) counts the launches that did not build
+// or run.
+int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_t i, int* failed = nullptr) {
   while (i < lines.size()) {
     // One launch: launch, bundle, units, global, local, args, end.
     const auto head = split_tabs(lines[i++]);
@@ -481,7 +485,10 @@ int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_
         cl.build_bundle_exact(units);
         // A bundle that did not build here would make kernel() build the unit on its own: a
         // program the run does not use.
-        if (cl.bundle_units(l.file, l.options).empty()) continue;
+        if (cl.bundle_units(l.file, l.options).empty()) {
+          if (failed) ++*failed;
+          continue;
+        }
       }
       resolve_launch(cl, l);
       // One work-group is enough where it compiles the same kernel: PoCL specialises a kernel on
@@ -498,6 +505,7 @@ int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_
       cl_check(clFinish(cl.queue()), "clFinish");
     } catch (const std::exception&) {
       // The run compiles this one itself.
+      if (failed) ++*failed;
     }
   }
   return 0;
@@ -505,54 +513,124 @@ int run_job_launches(ClRuntime& cl, const std::vector<std::string>& lines, size_
 
 constexpr const char* kTierHeader = "ocl-infer tier-up job 1";
 
-std::string tier_path(const ClRuntime& cl, uint64_t plan_id, const char* suffix) {
-  return cl.cache_dir() + "/tiered-" + hex16(fnv1a(cl.device_key())) + "-" + hex16(plan_id) + suffix;
+// The tier-up's files in the cache folder: <prefix>.txt the marker (the plan's own kernels are
+// compiled; then the units of their bundle), .failed (they did not all compile), .lock (a helper
+// at work: its pid).
+std::string tier_prefix(const std::string& cache_dir, const std::string& device_hash, const std::string& plan_hex) {
+  return cache_dir + "/tiered-" + device_hash + "-" + plan_hex;
+}
+std::string tier_prefix(const ClRuntime& cl, uint64_t plan_id) {
+  return tier_prefix(cl.cache_dir(), hex16(fnv1a(cl.device_key())), hex16(plan_id));
 }
 
-// The tier-up helper: lines[0..4] are the header, sources, device (index, key hash, cache
-// folder), plan (id, ledger path, the specialisations' hashes), then launches.
+// Whether the lock names a live process.
+bool lock_alive(const std::string& lock) {
+  std::ifstream f(lock);
+  long pid = 0;
+  if (!(f >> pid) || pid <= 0) {
+    // Being written (the helper creates it, then writes its pid): alive for a moment.
+    struct stat st{};
+    return stat(lock.c_str(), &st) == 0 && time(nullptr) - st.st_mtime < 5;
+  }
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// Takes the lock for this process: false when a live process holds it.
+bool take_lock(const std::string& lock) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = open(lock.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      const std::string pid = std::to_string(getpid()) + "\n";
+      const bool ok = write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+      close(fd);
+      return ok;
+    }
+    if (lock_alive(lock)) return false;
+    unlink(lock.c_str());  // its process died
+  }
+  return false;
+}
+
+// The launches of a plan with their own options (a Launch's kernel is not copied) and the
+// specialisation keys they have with the plan's tier bundle.
+std::vector<Launch> own_launches(const Plan& plan) {
+  std::vector<Launch> r;
+  r.reserve(plan.launches.size());
+  for (const Launch& run : plan.launches) {
+    Launch l;
+    l.file = run.file;
+    l.entry = run.entry;
+    l.options = run.tiered_options.empty() ? run.options : run.tiered_options;
+    l.args = run.args;
+    l.global = run.global;
+    l.local = run.local;
+    r.push_back(std::move(l));
+  }
+  return r;
+}
+
+Units units_of(const Launch& l, const Units& bundle) {
+  for (const auto& [file, options] : bundle)
+    if (file == l.file && options == l.options) return bundle;
+  return {};
+}
+
+// The tier-up helper: lines[0..3] are the header, sources, device (index, key hash, cache
+// folder), plan (id, ledger path, the specialisations' hashes); then "tierbundle N" and N units;
+// then launches.
 int tier_up_main(const std::vector<std::string>& lines) {
   // Behind what the user runs, ahead of the binary store: later runs wait for it.
   setpriority(PRIO_PROCESS, 0, 10);
-  if (lines.size() < 4) return 2;
-  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]), plan = split_tabs(lines[3]);
+  if (lines.size() < 5) return 2;
+  const auto sources = split_tabs(lines[1]), device = split_tabs(lines[2]), plan = split_tabs(lines[3]),
+             bundle_head = split_tabs(lines[4]);
   if (sources.size() != 2 || sources[0] != "sources" || device.size() != 4 || device[0] != "device" ||
-      plan.size() != 4 || plan[0] != "plan")
+      plan.size() != 4 || plan[0] != "plan" || bundle_head.size() != 2 || bundle_head[0] != "tierbundle")
     return 2;
-  if (sources[1] != kernel_sources_hash()) return 3;
   uint64_t id = 0;
   if (!parse_hex16(plan[1], &id)) return 2;
-  int status = 2;
-  std::string marker, lock;
+  const std::string prefix = tier_prefix(device[3], device[2], plan[1]);
+  const std::string lock = prefix + ".lock";
+  if (!take_lock(lock)) return 0;  // another helper is at it
+  struct Unlock {
+    std::string path;
+    ~Unlock() { unlink(path.c_str()); }
+  } unlock{lock};
+  const auto fail = [&prefix](int status) {
+    std::ofstream(prefix + ".failed") << "tier-up failed with status " << status << "\n";
+    return status;
+  };
+  if (sources[1] != kernel_sources_hash()) return fail(3);
+  const size_t n_units = std::strtoul(bundle_head[1].c_str(), nullptr, 10);
+  if (lines.size() < 5 + n_units) return fail(2);
+  std::string marker_units;
+  for (size_t u = 0; u < n_units; ++u) marker_units += lines[5 + u] + '\n';
+  int status = 2, failed = 0;
   try {
     const auto devices = enumerate_devices();
     const size_t index = std::strtoul(device[1].c_str(), nullptr, 10);
-    if (index >= devices.size()) return 3;
+    if (index >= devices.size()) return fail(3);
     // No cache folder of ocl-infer's own here: what counts is the driver's cache.
     ClRuntime cl(devices[index], "off", [](const std::string&) {}, false);
-    if (hex16(fnv1a(cl.device_key())) != device[2]) return 3;
-    marker = device[3] + "/tiered-" + device[2] + "-" + plan[1] + ".txt";
-    lock = device[3] + "/tiered-" + device[2] + "-" + plan[1] + ".lock";
-    status = run_job_launches(cl, lines, 4);
+    if (hex16(fnv1a(cl.device_key())) != device[2]) return fail(3);
+    status = run_job_launches(cl, lines, 5 + n_units, &failed);
   } catch (const std::exception&) {
     status = 2;
   }
-  if (status == 0) {
-    // The ledger first: a process that sees the marker must find the kernels known.
-    std::string specs;
-    for (size_t at = 0; at + 16 <= plan[3].size(); at += 17) specs += plan[3].substr(at, 16) + '\n';
-    const int fd = open(plan[2].c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      if (write(fd, specs.data(), specs.size()) < 0) {
-      }
-      close(fd);
+  if (status != 0 || failed > 0) return fail(status != 0 ? status : 4);
+  // The ledger first: a process that sees the marker must find the kernels known.
+  std::string specs;
+  for (size_t at = 0; at + 16 <= plan[3].size(); at += 17) specs += plan[3].substr(at, 16) + '\n';
+  const int fd = open(plan[2].c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    if (write(fd, specs.data(), specs.size()) < 0) {
     }
-    const std::string tmp = marker + ".tmp." + std::to_string(getpid());
-    std::ofstream(tmp) << "plan " << plan[1] << " compiled with its own kernels\n";
-    std::rename(tmp.c_str(), marker.c_str());
+    close(fd);
   }
-  if (!lock.empty()) unlink(lock.c_str());
-  return status;
+  const std::string tmp = prefix + ".txt.tmp." + std::to_string(getpid());
+  std::ofstream(tmp) << "plan " << plan[1] << " compiled with its own kernels\n" << marker_units;
+  std::rename(tmp.c_str(), (prefix + ".txt").c_str());
+  return 0;
 }
 
 }  // namespace
@@ -573,59 +651,67 @@ uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches) 
   return fnv1a(text);
 }
 
-bool tier_done(const ClRuntime& cl, uint64_t plan_id) {
-  return !cl.cache_dir().empty() && access(tier_path(cl, plan_id, ".txt").c_str(), F_OK) == 0;
+TierState tier_state(const ClRuntime& cl, uint64_t plan_id, Units* bundle) {
+  if (cl.cache_dir().empty()) return TierState::None;
+  const std::string prefix = tier_prefix(cl, plan_id);
+  std::ifstream marker(prefix + ".txt");
+  if (marker) {
+    std::string line;
+    std::getline(marker, line);
+    if (bundle) {
+      bundle->clear();
+      while (std::getline(marker, line)) {
+        const auto t = split_tabs(line);
+        if (t.size() == 3 && t[0] == "unit") bundle->push_back({t[1], t[2]});
+      }
+    }
+    return TierState::Done;
+  }
+  if (access((prefix + ".failed").c_str(), F_OK) == 0) return TierState::Failed;
+  if (lock_alive(prefix + ".lock")) return TierState::Running;
+  return TierState::None;
+}
+
+bool own_kernels_known(const ClRuntime& cl, const Plan& plan) {
+  if (cl.cache_dir().empty()) return false;
+  const std::unordered_set<uint64_t> known =
+      read_ledger(cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt");
+  const std::string common = cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n';
+  for (const Launch& l : own_launches(plan))
+    if (!known.count(fnv1a(spec_key(common, l, units_of(l, plan.tier_bundle))))) return false;
+  return true;
 }
 
 bool start_tier_up(const Plan& plan, ClRuntime& cl, const std::function<void(const std::string&)>& log) {
-  if (!first_run_kernels_apply(cl)) return false;
-  const std::string lock = tier_path(cl, plan.tier_id, ".lock");
-  if (tier_done(cl, plan.tier_id) || locked_by_other(lock)) return false;
+  if (!first_run_kernels_apply(cl) || tier_state(cl, plan.tier_id, nullptr) != TierState::None) return false;
   const std::string exe = helper_executable();
   const int device_index = device_index_of(cl);
   if (exe.empty() || device_index < 0) return false;
-  // The plan's launches with their own options, in the bundle a fresh process makes of them.
-  std::set<std::string> bundled;
-  for (const auto& [file, options] : plan.tier_bundle) bundled.insert(file + '\n' + options);
   const std::string common = cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n';
   std::string body, specs;
   std::unordered_set<uint64_t> seen;
-  for (const Launch& run : plan.launches) {
-    Launch l;  // the launch with its own options (a Launch's kernel is not copied)
-    l.file = run.file;
-    l.entry = run.entry;
-    l.options = run.tiered_options.empty() ? run.options : run.tiered_options;
-    l.args = run.args;
-    l.global = run.global;
-    l.local = run.local;
-    const Units units = bundled.count(l.file + '\n' + l.options) ? plan.tier_bundle : Units{};
+  for (const Launch& l : own_launches(plan)) {
+    const Units units = units_of(l, plan.tier_bundle);
     const uint64_t spec = fnv1a(spec_key(common, l, units));
     if (!seen.insert(spec).second) continue;
     specs += (specs.empty() ? "" : ",") + hex16(spec);
     body += describe_launch(plan, l, units);
   }
+  std::string bundle = "tierbundle\t" + std::to_string(plan.tier_bundle.size()) + '\n';
+  for (const auto& [file, options] : plan.tier_bundle) bundle += "unit\t" + file + '\t' + options + '\n';
   const std::string ledger = cl.cache_dir() + "/compiled-" + hex16(fnv1a(cl.device_key())) + ".txt";
   const std::string job = std::string(kTierHeader) + "\nsources\t" + kernel_sources_hash() + "\ndevice\t" +
                           std::to_string(device_index) + '\t' + hex16(fnv1a(cl.device_key())) + '\t' +
                           cl.cache_dir() + "\nplan\t" + hex16(plan.tier_id) + '\t' + ledger + '\t' +
-                          (specs.empty() ? "-" : specs) + '\n' + body;
-  {
-    const int fd = open(lock.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return false;
-    close(fd);
-  }
+                          (specs.empty() ? "-" : specs) + '\n' + bundle + body;
   char path[4096];
   std::snprintf(path, sizeof path, "%s/tier-%d-XXXXXX", cl.cache_dir().c_str(), static_cast<int>(getpid()));
   const int fd = mkstemp(path);
-  if (fd < 0) {
-    unlink(lock.c_str());
-    return false;
-  }
+  if (fd < 0) return false;
   const bool written = write(fd, job.data(), job.size()) == static_cast<ssize_t>(job.size());
   close(fd);
   if (!written || !spawn_detached(exe, path)) {
     unlink(path);
-    unlink(lock.c_str());
     return false;
   }
   if (log)

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -77,21 +78,31 @@ int store_binaries_in_background(ClRuntime& cl, const std::function<void(const s
 // Tier-up. On a driver that compiles each kernel at its first launch (PoCL), a plan's first run
 // can use first-run kernels (Launch::first_run_options): the same values, far less code to
 // generate (depthwise convs with the row widths as arguments: one program for every width of a
-// network instead of one per width; mobilenet_v2's first run 3.4 -> ~2 s). After that run a
-// detached background process (the same executable, low priority) builds the plan's own programs
-// as a fresh process would bundle them, launches each of its kernels once into the driver's cache,
-// adds them to the ledger and leaves a marker (tiered-<device>-<plan>.txt in the cache folder).
-// From then on the session builds the plan again with its own kernels (at the start of a run;
-// the programs come from the driver's cache), and later processes start with them.
-// Applies with a cache folder on such a driver, unless $OCL_INFER_FIRST_RUN_KERNELS=0 or
-// $OCL_INFER_COMPILE_HELPERS=0.
+// network instead of one per width; mobilenet_v2's first run 3.5 -> 2.3 s). After that run a
+// detached background process (the same executable, nice 10; its pid in a lock file) builds the
+// plan's own programs in the bundle a fresh process makes of them, launches each kernel once into
+// the driver's cache, adds them to the ledger and leaves a marker (tiered-<device>-<plan>.txt in
+// the cache folder, with the bundle's units), or a .failed file when not every kernel compiled.
+// At the start of a later run the session builds the plan again with its own kernels (loaded
+// from the driver's cache; after a failure, or a helper that never ran, compiled at their first
+// launch), and later processes start with them. Applies with a writable cache folder on such a
+// driver, unless $OCL_INFER_FIRST_RUN_KERNELS=0 or $OCL_INFER_COMPILE_HELPERS=0.
 bool first_run_kernels_apply(ClRuntime& cl);
 // Names a plan by its launches with their own options (and the kernel sources, the device).
 uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches);
-// Whether the background process finished that plan's own kernels (its marker exists).
-bool tier_done(const ClRuntime& cl, uint64_t plan_id);
-// After the first run of `plan` with first-run kernels: starts the background process unless one
-// is at it already (a lock file younger than 10 minutes). Returns whether it started one.
+enum class TierState {
+  None,     // nothing known: no helper at it, no result
+  Running,  // a live helper holds the lock
+  Done,     // the plan's own kernels are compiled (`bundle`: the units of their bundle)
+  Failed,   // a helper could not compile them all
+};
+TierState tier_state(const ClRuntime& cl, uint64_t plan_id,
+                     std::vector<std::pair<std::string, std::string>>* bundle);
+// Whether the ledger lists every launch of the plan with its own options (in Plan::tier_bundle):
+// an earlier process ran them without first-run kernels.
+bool own_kernels_known(const ClRuntime& cl, const Plan& plan);
+// After the first run of `plan` with first-run kernels: starts the background process unless
+// tier_state is other than None. Returns whether it started one.
 bool start_tier_up(const Plan& plan, ClRuntime& cl, const std::function<void(const std::string&)>& log);
 
 // The helper's side: runs the job in `job_path` (and deletes the file): a compile job, a tier-up

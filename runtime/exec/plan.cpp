@@ -364,29 +364,37 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   // First-run kernels in place of the plan's own where those are not compiled yet (a cold start
   // on a driver that compiles at first launch; runtime/exec/compile_helpers.hpp). In a model
   // that runs in segments, the first segment's plan (the session's own; later segments' plans
-  // are built without them).
+  // are built without them). Not for a variant the user forced.
   if (options.first_run_kernels) {
     bool any = false;
-    for (const Launch& l : p.launches) any |= !l.kernel && !l.first_run_options.empty();
+    for (const Launch& l : p.launches)
+      any |= !l.kernel && !l.first_run_options.empty() && l.variant.source != "forced";
     if (any) {
       p.tier_id = tier_plan_id(cl, p.launches);
-      if (!tier_done(cl, p.tier_id)) {
+      std::vector<std::pair<std::string, std::string>> compiled;
+      const TierState state = tier_state(cl, p.tier_id, &compiled);
+      if (state == TierState::Done) {
+        // The background process compiled the plan's own programs: that bundle, from the
+        // driver's cache.
+        cl.build_bundle_again(compiled);
+      } else if (state != TierState::Failed) {
         std::vector<std::pair<std::string, std::string>> own;
         for (const Launch& l : p.launches)
           if (!l.kernel) own.push_back({l.file, l.options});
         p.tier_bundle = cl.fresh_bundle(own);
-        for (Launch& l : p.launches)
-          if (!l.kernel && !l.first_run_options.empty()) {
-            l.tiered_options = l.options;
-            l.options = l.first_run_options;
-            ++p.first_run_kernels;
-          }
+        // Unless an earlier process ran the plan's own kernels (the ledger lists them).
+        if (state == TierState::Running || !own_kernels_known(cl, p))
+          for (Launch& l : p.launches)
+            if (!l.kernel && !l.first_run_options.empty() && l.variant.source != "forced") {
+              l.tiered_options = l.options;
+              l.options = l.first_run_options;
+              ++p.first_run_kernels;
+            }
       }
     }
   }
   // The programs not built yet go into one bundle (one driver build instead of one per program).
   {
-    if (!options.bundle_again.empty()) cl.build_bundle_again(options.bundle_again);
     std::vector<std::pair<std::string, std::string>> units;
     for (const Launch& l : p.launches)
       if (!l.kernel) units.push_back({l.file, l.options});

@@ -33,9 +33,6 @@ struct PlanOptions {
   // Whether launches may run their first-run kernels (Launch::first_run_options) while the plan's
   // own kernels are not compiled yet (runtime/exec/compile_helpers.hpp, tier-up).
   bool first_run_kernels = false;
-  // A plan built again after its tier-up: the bundle the background process compiled (loaded
-  // from the driver's cache), built before the plan's other programs.
-  std::vector<std::pair<std::string, std::string>> bundle_again;
 };
 
 struct Plan {

@@ -345,6 +345,48 @@ struct Session::Impl {
   }
 
   std::map<std::string, Tensor> run_segments(const std::map<int, const Tensor*>& ins, const RunOptions& ro);
+
+  // Tier-up (runtime/exec/compile_helpers.hpp): when the plan's first run used first-run kernels.
+  std::chrono::steady_clock::time_point tier_started{};
+  void start_tier_up() {
+    oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); });
+    // Started here or by another process (a live lock): either way the clock for giving up on a
+    // helper that never comes runs from now.
+    tier_started = std::chrono::steady_clock::now();
+  }
+  // Before a run of a plan that ran first-run kernels: builds it again with its own kernels once
+  // they are compiled (from the driver's cache), or when the tier-up failed or no helper took it
+  // up within 5 s (the own kernels then compile at their first launch, as without tier-up). The
+  // new plan replaces the old only once built; start-up statistics stay those of the first plan.
+  void tier_up(const std::map<int, const Tensor*>& ins, const std::set<int>& plan_time) {
+    const oi::TierState state = oi::tier_state(*cl, plan->tier_id, nullptr);
+    if (state == oi::TierState::Running) return;
+    if (state == oi::TierState::None && std::chrono::steady_clock::now() - tier_started < std::chrono::seconds(5))
+      return;
+    oi::PlanOptions po = plan_options();
+    // Done: build_plan loads the bundle the helper compiled. Otherwise the plan's own kernels.
+    po.first_run_kernels = state == oi::TierState::Done;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      auto again = std::make_unique<oi::Plan>(oi::build_plan(model, ins, plan_time, *cl, po));
+      if (again->first_run_kernels > 0) throw Error("internal: the plan built again has first-run kernels");
+      plan = std::move(again);
+    } catch (const std::exception& e) {
+      log(std::string("tier-up: building the plan again failed (") + e.what() + "); it keeps its first-run kernels");
+      plan->first_run_kernels = 0;  // no further attempts
+      return;
+    }
+    char line[240];
+    std::snprintf(line, sizeof line, "%s; plan built again with them in %.1f ms",
+                  state == oi::TierState::Done ? "tier-up: the plan's own kernels are compiled"
+                  : state == oi::TierState::Failed
+                      ? "tier-up: the background compile failed; the plan's own kernels compile at their first launch"
+                      : "tier-up: no background process took it up; the plan's own kernels compile at their first launch",
+                  ms_since(t0));
+    log(line);
+    // Compiled already after a tier-up: no compile helpers, keep-warm markers from the next run on.
+    plan_ran = state == oi::TierState::Done;
+  }
 };
 
 std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, const Tensor*>& ins,
@@ -493,8 +535,7 @@ std::map<std::string, Tensor> Session::Impl::run_segments(const std::map<int, co
   }
   for (auto& [name, t] : fetched) results.emplace(name, std::move(t));
   // The first segment's plan ran its first-run kernels: its tier-up (runtime/exec/compile_helpers.hpp).
-  if (first_of_plan && plan->first_run_kernels > 0)
-    oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); });
+  if (first_of_plan && plan->first_run_kernels > 0) start_tier_up();
   if (options.profiling) {
     sync_labels.resize(last_segments.size() - 1);
     sync_us.resize(last_segments.size() - 1);
@@ -541,15 +582,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   auto ins = s.check_inputs(fed);
   const std::set<int> plan_time = s.small_plan_time(s.plan_time, ins);
   std::string key = Impl::key_of(ins, plan_time);
-  // A plan that ran its first-run kernels is built again once its own kernels are compiled (by the
-  // background process start_tier_up started; runtime/exec/compile_helpers.hpp).
-  std::vector<std::pair<std::string, std::string>> bundle_again;
-  if (s.plan && key == s.plan_key && s.plan_ran && s.plan->first_run_kernels > 0 &&
-      oi::tier_done(*s.cl, s.plan->tier_id)) {
-    bundle_again = s.plan->tier_bundle;
-    s.plan.reset();
-    s.log("tier-up: the plan's own kernels are compiled; building the plan again with them");
-  }
+  // A plan that ran its first-run kernels is built again with its own once the background
+  // process start_tier_up started has compiled them, or when that failed or never ran
+  // (runtime/exec/compile_helpers.hpp).
+  if (s.plan && key == s.plan_key && s.plan_ran && s.plan->first_run_kernels > 0) s.tier_up(ins, plan_time);
   if (!s.plan || key != s.plan_key) {
     auto t0 = std::chrono::steady_clock::now();
     s.plan.reset();
@@ -560,7 +596,6 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     oi::PlanOptions po = s.plan_options();
     // Not while profiling or tuning: those measure the plan's own kernels.
     po.first_run_kernels = !s.options.profiling && !s.options.tune && oi::first_run_kernels_apply(*s.cl);
-    po.bundle_again = std::move(bundle_again);
     const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
     const oi::Tuner::Summary& after = s.tuner->summary();
@@ -635,7 +670,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     // the next start, in the background (runtime/exec/compile_helpers.hpp).
     const bool warm_start = helpers->warm();
     helpers->finished();
-    if (s.plan->first_run_kernels > 0) oi::start_tier_up(*s.plan, *s.cl, [&s](const std::string& m) { s.log(m); });
+    if (s.plan->first_run_kernels > 0) s.start_tier_up();
     const char* policy = std::getenv("OCL_INFER_STORE_BINARIES");
     const bool always = policy && std::string(policy) == "background";
     if (warm_start && (always || s.stats.compile_ms >= kStoreBinariesAboveMs))
