@@ -576,6 +576,8 @@ std::string Plan::dump_plan() const {
         for (auto& [k, v] : l.variant.params) os << (first ? ":" : ",") << k << "=" << v, first = false;
         os << " (" << l.variant.source << ")";
       }
+      // Running its first-run kernel until the tier-up (runtime/exec/compile_helpers.hpp).
+      if (!l.tiered_options.empty()) os << " first-run kernel";
       os << "\n";
     }
     i += period * reps;
@@ -649,6 +651,7 @@ std::string Plan::dump_plan_json() const {
       for (auto& [k, v] : l.variant.params) os << (first ? "" : ", ") << json_str(k) << ": " << v, first = false;
       os << "}, \"source\": " << json_str(l.variant.source) << "}";
     }
+    os << ", \"first_run_kernel\": " << (l.tiered_options.empty() ? "false" : "true");
     std::vector<int> ins = n.inputs;
     if (n.epilogue.residual >= 0) ins.push_back(n.epilogue.residual);
     os << ", \"inputs\": " << operands(ins) << ", \"outputs\": " << operands(n.outputs) << "}";
