@@ -153,6 +153,32 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
+// A depthwise 3x3 conv of `channels` channels (weights `w` [channels, 1, 3, 3]), padding `pad` on
+// every side, stride `stride`.
+void depthwise_conv(ModelBuilder& m, const std::string& in, const std::string& w, const std::string& out,
+                    int64_t channels, int64_t pad, int64_t stride) {
+  auto& c = m.node("Conv", {in, w}, {out});
+  attr_ints(c, "pads", {pad, pad, pad, pad});
+  attr_ints(c, "strides", {stride, stride});
+  attr_i(c, "group", channels);
+}
+
+// Whether a line of the log contains `what`.
+bool said(const std::vector<std::string>& log, const std::string& what) {
+  for (const auto& l : log)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// Session options with a cache folder, no tuning cache, and the log collected in *log.
+ocl_infer::SessionOptions logging_options(const std::string& cache_dir, std::vector<std::string>* log) {
+  ocl_infer::SessionOptions so;
+  so.cache_dir = cache_dir;
+  so.tuning_cache = "off";
+  so.log = [log](const std::string& line) { log->push_back(line); };
+  return so;
+}
+
 // Helpers compile into a driver's own cache of kernels (PoCL's); where the driver keeps none
 // (NVIDIA's: ocl-infer stores the programs' binaries itself) no helper starts, and the tests that
 // expect one do not apply.
@@ -305,10 +331,8 @@ TEST(CompileHelpers, JobNamesEachUnitsKernelOfABundle) {
                w2 = random_tensor({8, 1, 3, 3}, rng);
   m.input("x", DType::Float32, {1, 8, 9, 10}).output("y");
   m.initializer("w1", w1).initializer("w2", w2);
-  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"});
-  attr_ints(c1, "pads", {1, 1, 1, 1});
-  attr_i(c1, "group", 8);
-  attr_i(m.node("Conv", {"c1", "w2"}, {"y"}), "group", 8);
+  depthwise_conv(m, "x", "w1", "c1", 8, 1, 1);
+  depthwise_conv(m, "c1", "w2", "y", 8, 0, 1);
   const std::string job = saved_job(m, x, make_temp_dir("helpers-units"));
   ASSERT_FALSE(job.empty()) << "no helper started, or the wrapper saved no job";
   std::set<std::string> depthwise;
@@ -336,14 +360,9 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
                w2 = random_tensor({8, 1, 3, 3}, rng);
   m.input("x", DType::Float32, {1, 8, 12, 20}).output("y");
   m.initializer("w1", w1).initializer("w2", w2);
-  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"});
-  attr_ints(c1, "pads", {1, 1, 1, 1});
-  attr_i(c1, "group", 8);
+  depthwise_conv(m, "x", "w1", "c1", 8, 1, 1);
   m.node("Relu", {"c1"}, {"r1"});
-  auto& c2 = m.node("Conv", {"r1", "w2"}, {"c2"});
-  attr_ints(c2, "pads", {1, 1, 1, 1});
-  attr_ints(c2, "strides", {2, 2});
-  attr_i(c2, "group", 8);
+  depthwise_conv(m, "r1", "w2", "c2", 8, 1, 2);
   // A layer norm in work-groups (forced below): its program is built while the plan is lowered
   // (to ask its work-group size), so it stays out of the bundle a fresh process makes; the
   // tier-up's bundle must match that one.
@@ -364,17 +383,9 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
       for (int64_t w = 0; w < 10; ++w) row[w] = static_cast<float>((row[w] - sum / 10) / std::sqrt(sq / 10 + 1e-5));
     }
   const std::string dir = make_temp_dir("helpers-tier");
-  const auto said = [](const std::vector<std::string>& log, const std::string& what) {
-    for (const auto& l : log)
-      if (l.find(what) != std::string::npos) return true;
-    return false;
-  };
   std::vector<std::string> log;
-  ocl_infer::SessionOptions so;
-  so.cache_dir = dir;
-  so.tuning_cache = "off";
+  ocl_infer::SessionOptions so = logging_options(dir, &log);
   so.kernel_variants = "norm=group";
-  so.log = [&log](const std::string& line) { log.push_back(line); };
   const std::string bytes = m.bytes();
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   // The stride-2 conv's output rows (10) are wider than a vector (8): both convs have quick kernels.
@@ -434,29 +445,19 @@ TEST(CompileHelpers, FirstRunKernelsWithoutAHelperGoBackToTheOwn) {
   const Tensor x = random_tensor({1, 6, 10, 17}, rng), w = random_tensor({6, 1, 3, 3}, rng);
   m.input("x", DType::Float32, {1, 6, 10, 17}).output("y");
   m.initializer("w", w);
-  auto& c = m.node("Conv", {"x", "w"}, {"y"});
-  attr_ints(c, "pads", {1, 1, 1, 1});
-  attr_i(c, "group", 6);
+  depthwise_conv(m, "x", "w", "y", 6, 1, 1);
   std::vector<std::string> log;
-  ocl_infer::SessionOptions so;
-  so.cache_dir = make_temp_dir("helpers-tier-none");
-  so.tuning_cache = "off";
-  so.log = [&log](const std::string& line) { log.push_back(line); };
+  ocl_infer::SessionOptions so = logging_options(make_temp_dir("helpers-tier-none"), &log);
   const std::string bytes = m.bytes();
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   const Tensor first = s.run({{"x", x}}).at("y");
   EXPECT_LT(reference::rel_error(first, reference::conv2d(x, w, nullptr, 1, 6)), 1e-5);
-  const auto said = [&log](const std::string& what) {
-    for (const auto& l : log)
-      if (l.find(what) != std::string::npos) return true;
-    return false;
-  };
-  ASSERT_TRUE(said("used quick kernels for 1 launches")) << testing::PrintToString(log);
+  ASSERT_TRUE(said(log, "used quick kernels for 1 launches")) << testing::PrintToString(log);
   bool own = false;
   for (int i = 0; i < 100 && !own; ++i) {
     usleep(100000);
     EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
-    own = said("no background process took it up");
+    own = said(log, "no background process took it up");
   }
   EXPECT_TRUE(own) << testing::PrintToString(log);
   EXPECT_EQ(s.run({{"x", x}}).at("y").bytes, first.bytes);
@@ -472,23 +473,13 @@ TEST(CompileHelpers, FirstRunKernelsInASegmentedModel) {
   const Tensor x = random_tensor({1, 8, 9, 24}, rng), w = random_tensor({8, 1, 3, 3}, rng);
   m.input("x", DType::Float32, {1, 8, 9, 24}).output("y").output("nz");
   m.initializer("w", w);
-  auto& c = m.node("Conv", {"x", "w"}, {"y"});
-  attr_ints(c, "pads", {1, 1, 1, 1});
-  attr_i(c, "group", 8);
+  depthwise_conv(m, "x", "w", "y", 8, 1, 1);
   m.node("Relu", {"y"}, {"r"});
   m.node("NonZero", {"r"}, {"nz"});
   const Tensor want = reference::conv2d(x, w, nullptr, 1, 8);
   const std::string dir = make_temp_dir("helpers-tier-seg");
-  const auto said = [](const std::vector<std::string>& log, const std::string& what) {
-    for (const auto& l : log)
-      if (l.find(what) != std::string::npos) return true;
-    return false;
-  };
   std::vector<std::string> log;
-  ocl_infer::SessionOptions so;
-  so.cache_dir = dir;
-  so.tuning_cache = "off";
-  so.log = [&log](const std::string& line) { log.push_back(line); };
+  ocl_infer::SessionOptions so = logging_options(dir, &log);
   const std::string bytes = m.bytes();
   std::map<std::string, Tensor> first;
   {
@@ -528,16 +519,11 @@ TEST(CompileHelpers, WarmStartStoresBinariesInTheBackground) {
   const ScopedEnv policy("OCL_INFER_STORE_BINARIES", "background");  // whatever the programs cost
   const Model model(13, 9);
   const std::string dir = make_temp_dir("helpers-store");
-  const auto said = [](const RunResult& r, const std::string& what) {
-    for (const auto& l : r.log)
-      if (l.find(what) != std::string::npos) return true;
-    return false;
-  };
   const RunResult cold = run(model, dir);
   EXPECT_LT(reference::rel_error(cold.y, model.reference()), 1e-5);
-  EXPECT_FALSE(said(cold, "background process stores")) << "a cold start stores nothing";
+  EXPECT_FALSE(said(cold.log, "background process stores")) << "a cold start stores nothing";
   const RunResult warm = run(model, dir);
-  ASSERT_TRUE(said(warm, "background process stores")) << "a warm start on PoCL with a cache folder";
+  ASSERT_TRUE(said(warm.log, "background process stores")) << "a warm start on PoCL with a cache folder";
   EXPECT_EQ(warm.y.bytes, cold.y.bytes);
   // The store runs detached: wait for its entries (and for its locks to go).
   std::vector<std::string> bins, locks;
@@ -555,13 +541,13 @@ TEST(CompileHelpers, WarmStartStoresBinariesInTheBackground) {
   }
   ASSERT_FALSE(bins.empty()) << "no binary stored within 120 s";
   const RunResult binary = run(model, dir);
-  EXPECT_TRUE(said(binary, "loaded from the cache"));
+  EXPECT_TRUE(said(binary.log, "loaded from the cache"));
   EXPECT_EQ(binary.y.bytes, cold.y.bytes);
   // With the store turned off, a warm start hands nothing over.
   const ScopedEnv off("OCL_INFER_STORE_BINARIES", "0");
   const std::string other = make_temp_dir("helpers-store-off");
   run(model, other);
-  EXPECT_FALSE(said(run(model, other), "background process stores"));
+  EXPECT_FALSE(said(run(model, other).log, "background process stores"));
 }
 
 // Jobs a helper cannot trust: unreadable, damaged, for other kernel sources or another device.

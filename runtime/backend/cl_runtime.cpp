@@ -1141,6 +1141,22 @@ KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
   return KernelPtr(k);
 }
 
+std::vector<std::pair<std::string, std::string>> ClRuntime::unbuilt_units(
+    const std::vector<std::pair<std::string, std::string>>& units) const {
+  std::vector<std::pair<std::string, std::string>> todo;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> seen;
+  for (const auto& [file, options] : units) {
+    const std::string key = file + '\n' + options;
+    std::vector<std::pair<std::string, std::string>> defines;
+    if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
+        pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
+      continue;
+    todo.push_back({file, options});
+  }
+  return todo;
+}
+
 void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::string>>& units) {
   const auto env_is = [](const char* name, const char* value) {
     const char* e = std::getenv(name);
@@ -1148,21 +1164,7 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
   };
   if (env_is("OCL_INFER_BUNDLE", "0")) return;
   const bool strict = env_is("OCL_INFER_BUNDLE_STRICT", "1");
-  // The units that nothing has built yet, each once, in the plan's order (the same model makes the
-  // same bundle, which the driver's cache then knows).
-  std::vector<std::pair<std::string, std::string>> todo;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::set<std::string> seen;
-    for (const auto& [file, options] : units) {
-      const std::string key = file + '\n' + options;
-      std::vector<std::pair<std::string, std::string>> defines;
-      if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
-          pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
-        continue;
-      todo.push_back({file, options});
-    }
-  }
+  const std::vector<std::pair<std::string, std::string>> todo = unbuilt_units(units);
   if (todo.size() < 2) return;
   const std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);
   if (chosen.size() < 2) return;
@@ -1173,21 +1175,9 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::fresh_bundle(
     const std::vector<std::pair<std::string, std::string>>& units) {
   const char* off = std::getenv("OCL_INFER_BUNDLE");
   if (off && std::string(off) == "0") return {};
-  // The same units build_bundle would take: not built yet (programs a plan builds while it is
-  // lowered, to ask a kernel's work-group size, stay out), each once, bundlable.
-  std::vector<std::pair<std::string, std::string>> todo;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::set<std::string> seen;
-    for (const auto& [file, options] : units) {
-      const std::string key = file + '\n' + options;
-      std::vector<std::pair<std::string, std::string>> defines;
-      if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
-          pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
-        continue;
-      todo.push_back({file, options});
-    }
-  }
+  // The same units build_bundle would take (programs a plan builds while it is lowered, to ask a
+  // kernel's work-group size, stay out).
+  const std::vector<std::pair<std::string, std::string>> todo = unbuilt_units(units);
   if (todo.size() < 2) return {};
   std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);
   if (chosen.size() < 2) chosen.clear();

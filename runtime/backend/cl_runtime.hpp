@@ -248,6 +248,11 @@ class ClRuntime {
   // no earlier program built.
   std::vector<std::pair<std::string, std::string>> choose_bundle_units(
       const std::vector<std::pair<std::string, std::string>>& todo);
+  // The units that nothing has built yet, each once, in the plan's order, that can go into a
+  // bundle (-D options only): the same model makes the same bundle, which the driver's cache
+  // then knows.
+  std::vector<std::pair<std::string, std::string>> unbuilt_units(
+      const std::vector<std::pair<std::string, std::string>>& units) const;
   // New plans of at most this many units leave units that an earlier bundle built to their own
   // programs (see choose_bundle_units).
   static constexpr size_t kSmallPlanUnits = 4;
