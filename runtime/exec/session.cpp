@@ -349,7 +349,12 @@ struct Session::Impl {
   // Tier-up (runtime/exec/compile_helpers.hpp): when the plan's first run used first-run kernels.
   std::chrono::steady_clock::time_point tier_started{};
   void start_tier_up() {
-    oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); });
+    if (!oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); }))
+      log("first run: used quick kernels for " + std::to_string(plan->first_run_kernels) + " launches; " +
+          (oi::tier_state(*cl, plan->tier_id, nullptr) == oi::TierState::Running
+               ? "another process compiles the plan's own kernels in the background"
+               : "no background process started: a later run builds the plan with its own kernels, which "
+                 "compile at their first launch"));
     // Started here or by another process (a live lock): either way the clock for giving up on a
     // helper that never comes runs from now.
     tier_started = std::chrono::steady_clock::now();
