@@ -30,6 +30,7 @@ void add_loss_ops(std::vector<OpDef>& t);
 void add_audio_ops(std::vector<OpDef>& t);
 void add_linalg_ops(std::vector<OpDef>& t);
 void add_random_ops(std::vector<OpDef>& t);
+void add_attention_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -58,6 +59,7 @@ const std::vector<OpDef>& table() {
     add_audio_ops(t);
     add_linalg_ops(t);
     add_random_ops(t);
+    add_attention_ops(t);
     return t;
   }();
   return rows;

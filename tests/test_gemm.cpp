@@ -198,6 +198,186 @@ TEST(MatMul, FusedEpilogueMatchesReference) {
   EXPECT_LE(rel_error(out2.at("y"), ref2), 1e-5);
 }
 
+// Attention as exporters write it: S = MatMul(Q, Kt), an optional scale (Mul/Div by a constant)
+// and mask (Add, or Where with a constant fill) in either order, Softmax over the last axis, then
+// MatMul(P, V). The fuse_attention pass makes it one kernel (ops/attention_ops.cpp); checked
+// against a double-precision reference and against the unfused chain (-O0), on shapes whose rows,
+// keys and value columns are not multiples of the kernel's vector and row blocks, with batch dims
+// that broadcast. Patterns that differ stay unfused and compute the same numbers.
+using Shape = std::vector<int64_t>;
+
+Tensor scalar_tensor(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+struct AttnCase {
+  std::string name;
+  int opset;
+  Shape q, kt, v;
+  std::string scale;  // "", "mul", "div"
+  std::string mask;   // "", "add", "fill_true", "fill_false"
+  Shape mask_shape;
+  bool mask_first;    // the mask node before the scale node
+  bool mask_const;    // the mask (or condition) an initializer
+  bool fuses;
+  int64_t softmax_axis = -1;
+  bool scores_output = false;  // the scores also a graph output
+};
+
+// y = softmax(mask(scale(q @ kt))) @ v in double, every operand broadcast to the scores' batch.
+Tensor attention_reference(const AttnCase& c, const Tensor& q, const Tensor& kt, const Tensor& v,
+                           const Tensor* mask, float scale, float fill) {
+  const int64_t M = c.q[c.q.size() - 2], D = c.q.back(), N = c.kt.back(), DV = c.v.back();
+  Shape sb(std::max({c.q.size(), c.kt.size(), c.v.size()}) - 2, 1);
+  auto widen = [&](const Shape& s) {
+    for (size_t i = 0; i + 2 < s.size(); ++i) {
+      int64_t& d = sb[sb.size() - (s.size() - 2) + i];
+      d = std::max(d, s[i]);
+    }
+  };
+  widen(c.q), widen(c.kt), widen(c.v);
+  Shape ys = sb;
+  ys.push_back(M), ys.push_back(DV);
+  Tensor y(DType::Float32, ys);
+  Shape ss = sb;
+  ss.push_back(M), ss.push_back(N);
+  // Flat index of (batch b of sb, row, col) in an operand of shape `s` broadcast to sb + [R, C].
+  auto at = [&](const Shape& s, int64_t b, int64_t row, int64_t col, int64_t R, int64_t C) {
+    Shape full = sb;
+    full.push_back(R), full.push_back(C);
+    Shape padded(full.size() - s.size(), 1);
+    padded.insert(padded.end(), s.begin(), s.end());
+    std::vector<int64_t> idx(full.size());
+    idx[full.size() - 1] = col, idx[full.size() - 2] = row;
+    for (size_t d = full.size() - 2; d-- > 0;) idx[d] = b % full[d], b /= full[d];
+    int64_t flat = 0;
+    for (size_t d = 0; d < full.size(); ++d) flat = flat * padded[d] + (padded[d] == 1 ? 0 : idx[d]);
+    return flat;
+  };
+  int64_t batches = 1;
+  for (int64_t d : sb) batches *= d;
+  std::vector<double> sc(static_cast<size_t>(N));
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t m = 0; m < M; ++m) {
+      double mx = -INFINITY;
+      for (int64_t n = 0; n < N; ++n) {
+        double a = 0;
+        for (int64_t d = 0; d < D; ++d)
+          a += static_cast<double>(q.data<float>()[at(c.q, b, m, d, M, D)]) * kt.data<float>()[at(c.kt, b, d, n, D, N)];
+        auto do_scale = [&] { a = c.scale == "mul" ? a * scale : c.scale == "div" ? a / scale : a; };
+        auto do_mask = [&] {
+          if (c.mask.empty()) return;
+          const int64_t i = at(c.mask_shape, b, m, n, M, N);
+          if (c.mask == "add") a += mask->data<float>()[i];
+          else {
+            const bool on = mask->data<uint8_t>()[i] != 0;
+            if (on == (c.mask == "fill_true")) a = fill;
+          }
+        };
+        if (c.mask_first) do_mask(), do_scale();
+        else do_scale(), do_mask();
+        sc[n] = a;
+        mx = std::max(mx, a);
+      }
+      double sum = 0;
+      for (int64_t n = 0; n < N; ++n) sum += sc[n] = std::exp(sc[n] - mx);
+      for (int64_t e = 0; e < DV; ++e) {
+        double a = 0;
+        for (int64_t n = 0; n < N; ++n) a += sc[n] / sum * v.data<float>()[at(c.v, b, n, e, N, DV)];
+        y.data<float>()[(b * M + m) * DV + e] = static_cast<float>(a);
+      }
+    }
+  return y;
+}
+
+TEST(Attention, FusedMatchesReferenceAndUnfused) {
+  std::mt19937 rng(31);
+  const AttnCase cases[] = {
+      // BERT: [B, H, T, d], scores / sqrt(d) + a padding mask [B, 1, 1, T] computed by the model.
+      {"bert, div then add", 17, {2, 3, 5, 8}, {2, 3, 8, 7}, {2, 3, 7, 6}, "div", "add", {2, 1, 1, 7}, false, false, true},
+      // GPT: Where(causal, -inf, S / c), the condition a constant [T, T]; 12-wide heads.
+      {"gpt, div then where(-inf)", 17, {1, 4, 19, 12}, {1, 4, 12, 19}, {1, 4, 19, 12}, "div", "fill_true", {19, 19}, false, true, true},
+      {"where keeps S, finite fill, mask input", 13, {2, 33, 16}, {2, 16, 33}, {2, 33, 40}, "mul", "fill_false", {1, 33, 33}, false, false, true},
+      {"mask added before the scale", 17, {1, 2, 9, 5}, {1, 2, 5, 17}, {1, 2, 17, 20}, "mul", "add", {9, 17}, true, true, true},
+      // ViT: no scale or mask, rank 3, 197 keys (not a multiple of any block).
+      {"vit, plain", 17, {3, 197, 16}, {3, 16, 197}, {3, 197, 24}, "", "", {}, false, false, true},
+      // Keys and values shared across the batch (broadcast), 2-D Q.
+      {"broadcast K and V", 17, {2, 3, 6, 4}, {4, 10}, {1, 3, 10, 9}, "div", "", {}, false, false, true},
+      {"2-D, one row", 17, {1, 8}, {8, 3}, {3, 5}, "", "add", {1, 3}, false, false, true},
+      // Softmax before opset 13 over the last axis (axis = rank - 1) fuses; its default axis 1
+      // (a softmax over the flattened trailing dims) does not.
+      {"opset 11, axis = rank - 1", 11, {2, 2, 6, 8}, {2, 2, 8, 6}, {2, 2, 6, 8}, "div", "", {}, false, false, true, 3},
+      {"opset 11, default axis", 11, {2, 2, 6, 8}, {2, 2, 8, 6}, {2, 2, 6, 8}, "div", "", {}, false, false, false, 1},
+      {"softmax over another axis", 17, {2, 6, 8}, {2, 8, 6}, {2, 6, 8}, "", "", {}, false, false, false, 1},
+      {"scores also an output", 17, {2, 6, 8}, {2, 8, 6}, {2, 6, 8}, "mul", "", {}, false, false, false, -1, true},
+      // A mask that widens the scores' batch is not a mask of these scores.
+      {"mask widens the batch", 17, {1, 6, 8}, {1, 8, 6}, {1, 6, 8}, "", "add", {3, 6, 6}, false, false, false},
+  };
+  for (const AttnCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const float scale = c.scale == "div" ? std::sqrt(static_cast<float>(c.q.back())) : 0.37f, fill = c.mask == "fill_true" ? -INFINITY : -1e4f;
+    Tensor q = random_tensor(c.q, rng, -2, 2), kt = random_tensor(c.kt, rng, -2, 2), v = random_tensor(c.v, rng);
+    Tensor mask;
+    if (c.mask == "add") mask = random_tensor(c.mask_shape, rng, -3, 1);
+    if (c.mask == "fill_true" || c.mask == "fill_false") {
+      mask = Tensor(DType::Bool, c.mask_shape);
+      for (int64_t i = 0; i < mask.numel(); ++i) {
+        // Causal for the GPT case (no row all masked), random elsewhere with the diagonal kept.
+        const int64_t col = i % c.mask_shape.back(), row = (i / c.mask_shape.back()) % c.mask_shape[c.mask_shape.size() - 2];
+        mask.data<uint8_t>()[i] = c.mask == "fill_true" ? col > row : (col == row || rng() % 3 != 0);
+      }
+    }
+    ModelBuilder m(c.opset);
+    m.input("q", DType::Float32, c.q).input("kt", DType::Float32, c.kt).input("v", DType::Float32, c.v).output("y");
+    std::map<std::string, Tensor> feeds{{"q", q}, {"kt", kt}, {"v", v}};
+    if (!c.mask.empty()) {
+      if (c.mask_const) m.initializer("mask", mask);
+      else m.input("mask", mask.dtype, c.mask_shape), feeds["mask"] = mask;
+    }
+    m.initializer("c", scalar_tensor(scale)).initializer("fill", scalar_tensor(fill));
+    m.node("MatMul", {"q", "kt"}, {"s0"});
+    std::string cur = "s0";
+    int step = 0;
+    auto add_scale = [&] {
+      if (c.scale.empty()) return;
+      const std::string out = "s" + std::to_string(++step);
+      m.node(c.scale == "mul" ? "Mul" : "Div", {cur, "c"}, {out});
+      cur = out;
+    };
+    auto add_mask = [&] {
+      if (c.mask.empty()) return;
+      const std::string out = "s" + std::to_string(++step);
+      if (c.mask == "add") m.node("Add", {"mask", cur}, {out});
+      else if (c.mask == "fill_true") m.node("Where", {"mask", "fill", cur}, {out});
+      else m.node("Where", {"mask", cur, "fill"}, {out});
+      cur = out;
+    };
+    if (c.mask_first) add_mask(), add_scale();
+    else add_scale(), add_mask();
+    if (c.scores_output) m.output(cur);
+    auto& sm = m.node("Softmax", {cur}, {"p"});
+    if (c.softmax_axis != -1 || c.opset < 13) attr_i(sm, "axis", c.softmax_axis);
+    m.node("MatMul", {"p", "v"}, {"y"});
+
+    ocl_infer::SessionOptions o0;
+    o0.optimization_level = 0;
+    auto unfused = open_session(m, o0);
+    auto fused = open_session(m);
+    const auto want = unfused.run(feeds), got = fused.run(feeds);
+    const bool has_kernel = fused.dump("plan").find("attention_rows") != std::string::npos;
+    EXPECT_EQ(has_kernel, c.fuses) << fused.dump("graph");
+    // With float16 storage the unfused chain rounds the scores, the scaled and masked scores and
+    // the probabilities to float16; the fused kernel keeps them in float.
+    EXPECT_LE(rel_error(got.at("y"), want.at("y")), fp16_mode() ? 4e-3 : 1e-5);
+    if (c.fuses || c.scores_output) {
+      EXPECT_LE(rel_error(got.at("y"), attention_reference(c, q, kt, v, c.mask.empty() ? nullptr : &mask, scale, fill)),
+                c.fuses || !fp16_mode() ? 1e-5 : 4e-3);
+    }
+  }
+}
+
 TEST(MatMul, InnerDimensionMismatchIsAModelError) {
   ModelBuilder m;
   m.input("a", DType::Float32, {3, 4}).input("b", DType::Float32, {5, 6}).output("y");

@@ -98,7 +98,7 @@ object detection:
   -O0                   run without the graph optimizer
   --disable-pass NAME   skip one optimizer pass (remove_identity, dedupe_constants,
                         fuse_qdq, cancel_transposes, fold_pad, fold_batchnorm, fuse_layernorm,
-                        fuse_matmul_bias, fuse_residual, fuse_activation,
+                        fuse_attention, fuse_matmul_bias, fuse_residual, fuse_activation,
                         fuse_channel_scale, fuse_plane_mean); repeatable
   --no-memory-plan      give every activation its own buffer instead of one planned arena
   --variant FAMILY=VARIANT[:PARAM=VALUE,...]

@@ -147,6 +147,9 @@ using InferFn = void (*)(OpContext&);
 using HostFn = void (*)(OpContext&);
 using BuildFn = void (*)(BuildContext&);
 
+// The domain of the nodes that only ocl-infer's own passes make (FusedAttention).
+inline constexpr const char* kOclInferDomain = "ai.ocl_infer";
+
 // A registry row, keyed by (domain, op type, since_version). Built with named setters:
 //   OpDef("Conv", 1, conv_infer).build(conv_build).epilogue().flops(conv_flops)
 struct OpDef {

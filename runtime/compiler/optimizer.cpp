@@ -14,7 +14,7 @@ struct PassRow {
 // Order matters: QDQ chains become integer kernels first (and leftover DequantizeLinear of
 // constants become float constants that later passes can fold); BatchNormalization folds before
 // activations fuse, residual adds fuse before the activation that follows them
-// (y = act(conv + r)).
+// (y = act(conv + r)); attention fuses before a mask Add could become a MatMul's residual.
 const PassRow kPasses[] = {
     {"remove_identity", pass_remove_identity},
     {"dedupe_constants", pass_dedupe_constants},
@@ -23,6 +23,7 @@ const PassRow kPasses[] = {
     {"fold_pad", pass_fold_pad},
     {"fold_batchnorm", pass_fold_batchnorm},
     {"fuse_layernorm", pass_fuse_layernorm},
+    {"fuse_attention", pass_fuse_attention},
     {"fuse_matmul_bias", pass_fuse_matmul_bias},
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},

@@ -35,6 +35,7 @@ int pass_fold_batchnorm(Graph& g, std::string* detail);
 int pass_fold_pad(Graph& g, std::string* detail);
 int pass_cancel_transposes(Graph& g, std::string* detail);
 int pass_fuse_layernorm(Graph& g, std::string* detail);
+int pass_fuse_attention(Graph& g, std::string* detail);
 int pass_fuse_matmul_bias(Graph& g, std::string* detail);
 int pass_fuse_residual(Graph& g, std::string* detail);
 int pass_fuse_activation(Graph& g, std::string* detail);

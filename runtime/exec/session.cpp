@@ -802,6 +802,8 @@ std::vector<OperatorInfo> operator_catalog() {
       o.notes.push_back("evaluated at plan time (shapes, constants) or expanded into other operators");
     if (t.takes_epilogue) o.notes.push_back("fuses a following activation or residual Add");
     if (t.takes_sequences) o.notes.push_back("takes sequences");
+    if (row.domain == oi::kOclInferDomain)
+      o.notes.push_back("made by ocl-infer's optimizer from standard operators (docs/architecture.md)");
     r.push_back(std::move(o));
   }
   std::sort(r.begin(), r.end(), [](const OperatorInfo& a, const OperatorInfo& b) {

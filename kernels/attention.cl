@@ -1,0 +1,268 @@
+// Scaled dot-product attention in one kernel (the fuse_attention pass makes the node from
+// MatMul -> [scale] -> [mask] -> Softmax(last axis) -> MatMul):
+//
+//   s[n] = sum_d q[m, d] * kt[d, n]            (kt: the keys already transposed, [D, N])
+//   s[n] = s[n] * scale | s[n] / scale          (-DSCALE_MUL | -DSCALE_DIV)
+//   s[n] = s[n] + mask[m, n]                    (-DMASK_ADD)
+//        | cond[m, n] ? fill : s[n]             (-DMASK_FILL_TRUE)
+//        | cond[m, n] ? s[n] : fill             (-DMASK_FILL_FALSE)
+//   (-DMASK_FIRST: the mask before the scale)
+//   p[n] = exp(s[n] - max s) / sum exp(...)
+//   y[m, dv] = sum_n p[n] * v[n, dv]
+//
+// RB query rows of one batch (b1, b2) per work-item. The rows' scores live in `sc` (float), so
+// they are computed and kept in float whatever the storage:
+// the unfused chain rounded each step to the storage type. Each step is the same arithmetic as the
+// op it replaces (a float division for Div, the softmax of kernels/softmax.cl with each exp() kept),
+// the two products summed in order of d and n: within float rounding of the unfused chain, whose
+// GEMMs sum in blocks. The last dims of q, kt, v and y are contiguous; batch dims have strides (0
+// where an operand broadcasts), and so do the mask's four dims.
+//
+// Build options:
+//   -DT=float|half (with half: -DS=F16)   storage of q, kt, v, an added mask and y
+//   -DVW=4|8|16                           vector width of the score and output loops
+//   -DRB=n                                query rows per work-item (CPU devices: 4)
+#include "storage.cl"
+#ifndef S
+#define S F32
+#endif
+#ifndef VW
+#define VW 8
+#endif
+#ifndef RB
+#define RB 1
+#endif
+
+#define AT_(a, b) a##b
+#define AT(a, b) AT_(a, b)
+#define vecf AT(float, VW)
+
+#if defined(MASK_FILL_TRUE) || defined(MASK_FILL_FALSE)
+#define MASK_T uchar
+#else
+#define MASK_T T
+#endif
+
+#if defined(SCALE_MUL)
+#define APPLY_SCALE(x) ((x) * scale)
+#elif defined(SCALE_DIV)
+#define APPLY_SCALE(x) ((x) / scale)
+#else
+#define APPLY_SCALE(x) (x)
+#endif
+
+#if defined(MASK_ADD)
+#define APPLY_MASK(x, mr, n) ((x) + LD(S, mr, (n) * m_sn))
+#elif defined(MASK_FILL_TRUE)
+#define APPLY_MASK(x, mr, n) ((mr)[(n) * m_sn] ? fill : (x))
+#elif defined(MASK_FILL_FALSE)
+#define APPLY_MASK(x, mr, n) ((mr)[(n) * m_sn] ? (x) : fill)
+#else
+#define APPLY_MASK(x, mr, n) (x)
+#endif
+
+// The mask for VW scores from n: a vector when the mask varies along n (m_sn == 1), else its one
+// value for the row.
+#if defined(MASK_ADD)
+#define APPLY_MASKV(x, mr, n) ((x) + (m_sn ? LDN(S, VW, (mr) + (n), 0) : (vecf)LD(S, mr, 0)))
+#elif defined(MASK_FILL_TRUE) || defined(MASK_FILL_FALSE)
+#define MASK_BITS(mr, n) \
+  (m_sn ? AT(convert_int, VW)(AT(vload, VW)(0, (mr) + (n))) != 0 : (AT(int, VW))(-((mr)[0] != 0)))
+#if defined(MASK_FILL_TRUE)
+#define APPLY_MASKV(x, mr, n) select((x), (vecf)fill, MASK_BITS(mr, n))
+#else
+#define APPLY_MASKV(x, mr, n) select((vecf)fill, (x), MASK_BITS(mr, n))
+#endif
+#else
+#define APPLY_MASKV(x, mr, n) (x)
+#endif
+
+// The softmax of one row of scores in place: scale and mask, the maximum, each exp() once and
+// the division (kernels/softmax.cl's EXP_ONCE order), in vectors (scalar exp() calls cost ~6 ns
+// an element on PoCL) and the last N % VW one by one.
+void softmax_row(__global float* s, __global const MASK_T* mr, long N, long m_sn, float scale,
+                 float fill) {
+  const long nv = N / VW * VW;
+  long n = 0;
+  vecf mxv = (vecf)(-INFINITY);
+  for (; n < nv; n += VW) {
+    vecf x = AT(vload, VW)(0, s + n);
+#ifdef MASK_FIRST
+    x = APPLY_SCALE(APPLY_MASKV(x, mr, n));
+#else
+    x = APPLY_MASKV(APPLY_SCALE(x), mr, n);
+#endif
+    AT(vstore, VW)(x, 0, s + n);
+    mxv = fmax(mxv, x);
+  }
+  float lanes[VW];
+  AT(vstore, VW)(mxv, 0, lanes);
+  float mx = -INFINITY;
+  for (int i = 0; i < VW; ++i) mx = fmax(mx, lanes[i]);
+  for (; n < N; ++n) {
+#ifdef MASK_FIRST
+    const float x = APPLY_SCALE(APPLY_MASK(s[n], mr, n));
+#else
+    const float x = APPLY_MASK(APPLY_SCALE(s[n]), mr, n);
+#endif
+    s[n] = x;
+    mx = fmax(mx, x);
+  }
+  vecf sumv = (vecf)0.0f;
+  for (n = 0; n < nv; n += VW) {
+    const vecf e = exp(AT(vload, VW)(0, s + n) - mx);
+    AT(vstore, VW)(e, 0, s + n);
+    sumv += e;
+  }
+  AT(vstore, VW)(sumv, 0, lanes);
+  float sum = 0.0f;
+  for (int i = 0; i < VW; ++i) sum += lanes[i];
+  for (; n < N; ++n) {
+    const float e = exp(s[n] - mx);
+    s[n] = e;
+    sum += e;
+  }
+  for (n = 0; n < nv; n += VW) AT(vstore, VW)(AT(vload, VW)(0, s + n) / sum, 0, s + n);
+  for (; n < N; ++n) s[n] = s[n] / sum;
+}
+
+// RB query rows of one batch per work-item (global {ceil(M / RB), B2, B1}): each key and value
+// vector loaded once for the RB rows, as a GEMM's register block does. A block's rows past M
+// compute row M - 1 again and store nothing. `sc` holds RB rows of N floats per work-item.
+__kernel void attention_rows(__global const T* q, __global const T* kt, __global const T* v,
+                             __global const MASK_T* mask, __global T* y, __global float* sc, long M,
+                             long N, long D, long DV, long q_s1, long q_s2, long k_s1, long k_s2,
+                             long v_s1, long v_s2, long m_s1, long m_s2, long m_sm, long m_sn,
+                             float scale, float fill) {
+  const long blk = get_global_id(0), b2 = get_global_id(1), b1 = get_global_id(2);
+  const long blocks = get_global_size(0), B2 = get_global_size(1);
+  const long m0 = blk * RB;
+  if (m0 >= M) return;
+  __global const T* qb = q + b1 * q_s1 + b2 * q_s2;
+  __global const T* kb = kt + b1 * k_s1 + b2 * k_s2;
+  __global const T* vb = v + b1 * v_s1 + b2 * v_s2;
+  __global const MASK_T* mb = mask + b1 * m_s1 + b2 * m_s2;
+  __global float* s = sc + ((b1 * B2 + b2) * blocks + blk) * RB * N;
+  __global T* yb = y + (b1 * B2 + b2) * M * DV;
+  long rows[RB];
+#pragma unroll
+  for (int r = 0; r < RB; ++r) rows[r] = min(m0 + r, M - 1);
+
+  // Scores: two vectors of keys at a time, then one, then four, then one by one.
+  long n = 0;
+  for (; n + 2 * VW <= N; n += 2 * VW) {
+    vecf a0[RB], a1[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
+    for (long d = 0; d < D; ++d) {
+      const vecf k0 = LDN(S, VW, kb + d * N + n, 0), k1 = LDN(S, VW, kb + d * N + n + VW, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const vecf qd = (vecf)LD(S, qb, rows[r] * D + d);
+        a0[r] = fma(qd, k0, a0[r]);
+        a1[r] = fma(qd, k1, a1[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      AT(vstore, VW)(a0[r], 0, s + r * N + n);
+      AT(vstore, VW)(a1[r], 0, s + r * N + n + VW);
+    }
+  }
+  for (; n + VW <= N; n += VW) {
+    vecf a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
+    for (long d = 0; d < D; ++d) {
+      const vecf k0 = LDN(S, VW, kb + d * N + n, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * D + d), k0, a0[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < RB; ++r) AT(vstore, VW)(a0[r], 0, s + r * N + n);
+  }
+#if VW > 4
+  for (; n + 4 <= N; n += 4) {
+    float4 a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
+    for (long d = 0; d < D; ++d) {
+      const float4 k0 = LDN(S, 4, kb + d * N + n, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * D + d), k0, a0[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < RB; ++r) vstore4(a0[r], 0, s + r * N + n);
+  }
+#endif
+  for (; n < N; ++n) {
+    float a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
+    for (long d = 0; d < D; ++d) {
+      const float k0 = LD(S, kb, d * N + n);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * D + d), k0, a0[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < RB; ++r) s[r * N + n] = a0[r];
+  }
+
+  for (int r = 0; r < RB; ++r) softmax_row(s + r * N, mb + rows[r] * m_sm, N, m_sn, scale, fill);
+
+  // Output: two vectors of columns at a time, then one, then four, then one by one.
+  long c = 0;
+  for (; c + 2 * VW <= DV; c += 2 * VW) {
+    vecf a0[RB], a1[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
+    for (long k = 0; k < N; ++k) {
+      const vecf v0 = LDN(S, VW, vb + k * DV + c, 0), v1 = LDN(S, VW, vb + k * DV + c + VW, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        const vecf p = (vecf)s[r * N + k];
+        a0[r] = fma(p, v0, a0[r]);
+        a1[r] = fma(p, v1, a1[r]);
+      }
+    }
+    for (int r = 0; r < RB && m0 + r < M; ++r) {
+      STN(S, VW, yb + (m0 + r) * DV + c, 0, a0[r]);
+      STN(S, VW, yb + (m0 + r) * DV + c + VW, 0, a1[r]);
+    }
+  }
+  for (; c + VW <= DV; c += VW) {
+    vecf a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
+    for (long k = 0; k < N; ++k) {
+      const vecf v0 = LDN(S, VW, vb + k * DV + c, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)s[r * N + k], v0, a0[r]);
+    }
+    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, VW, yb + (m0 + r) * DV + c, 0, a0[r]);
+  }
+#if VW > 4
+  for (; c + 4 <= DV; c += 4) {
+    float4 a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
+    for (long k = 0; k < N; ++k) {
+      const float4 v0 = LDN(S, 4, vb + k * DV + c, 0);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)s[r * N + k], v0, a0[r]);
+    }
+    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, 4, yb + (m0 + r) * DV + c, 0, a0[r]);
+  }
+#endif
+  for (; c < DV; ++c) {
+    float a0[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
+    for (long k = 0; k < N; ++k) {
+      const float v0 = LD(S, vb, k * DV + c);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) a0[r] = fma(s[r * N + k], v0, a0[r]);
+    }
+    for (int r = 0; r < RB && m0 + r < M; ++r) ST(S, yb + (m0 + r) * DV, c, a0[r]);
+  }
+}

@@ -1,0 +1,217 @@
+// Scaled dot-product attention as exporters write it out (BERT, GPT-style decoders, ViT):
+//   S = MatMul(Q, Kt); [S = S * c or S / c]; [S = S + mask, or Where(cond, fill, S) or
+//   Where(cond, S, fill)] (either order with the scale); P = Softmax(S, last axis);
+//   Y = MatMul(P, V)
+// becomes one ai.ocl_infer.FusedAttention node (ops/attention_ops.cpp): one kernel instead of
+// five to seven (with the GEMMs' packing launches), and the scores never leave the row that
+// computes them. A GPT-style decoder's attention was 11 of its 44 launches per block.
+//
+// Fused only when each intermediate is read by the next node alone, shapes are known, every float
+// operand is float32, S has at most two batch dims, the mask broadcasts into S without widening it,
+// and V does not widen the batch.
+#include "ops/core/op_def.hpp"
+#include "runtime/compiler/optimizer.hpp"
+#include "runtime/ir/host_math.hpp"
+
+namespace oi {
+
+namespace {
+
+bool is_f32(const Graph& g, int v) { return v >= 0 && g.values[v].dtype == DType::Float32 && g.values[v].shape_known; }
+
+// The value of a one-element float32 constant, or false.
+bool scalar_const(const Graph& g, int v, float* out) {
+  if (v < 0 || !g.values[v].data || g.values[v].dtype != DType::Float32 || numel(g.values[v].shape) != 1)
+    return false;
+  *out = g.values[v].data->data<float>()[0];
+  return true;
+}
+
+// `m` broadcasts into `s` (same or lower rank, each dim equal or 1) without widening it.
+bool broadcasts_into(const Shape& m, const Shape& s) {
+  if (m.size() > s.size()) return false;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const int64_t a = m[m.size() - 1 - i], b = s[s.size() - 1 - i];
+    if (a != b && a != 1) return false;
+  }
+  return true;
+}
+
+bool plain_node(const Node& n, const char* op) {
+  return !n.removed && n.op_type == op && n.domain.empty() && n.epilogue.empty();
+}
+
+struct Chain {
+  int mm1 = -1, softmax = -1, mm2 = -1;
+  std::vector<int> stages;  // between mm1 and the softmax, in order
+  bool has_scale = false, scale_div = false, mask_first = false;
+  float scale = 1.0f, fill = 0.0f;
+  std::string mask;  // "", "add", "fill_true", "fill_false"
+  int mask_value = -1;
+};
+
+// Walks back from `cur` (read by node `reader` alone) to the first MatMul through at most one
+// scale and one mask, recording them in `c` (stages in forward order). Where an Add's two inputs
+// could both continue the chain, tries each.
+bool walk_back(const Graph& g, int cur, int reader, const Shape& s, Chain* c) {
+  if (g.sole_reader(cur) != reader || g.values[cur].shape != s) return false;
+  const int pi = g.values[cur].producer;
+  if (pi < 0) return false;
+  const Node& n = g.nodes[pi];
+  if (plain_node(n, "MatMul")) {
+    if (n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    c->mm1 = pi;
+    return true;
+  }
+  if (c->stages.size() == 2 || n.outputs.size() != 1) return false;
+  auto deeper = [&](int next, const Chain& with) {
+    Chain t = with;
+    t.stages.insert(t.stages.begin(), pi);
+    if (!walk_back(g, next, pi, s, &t)) return false;
+    *c = t;
+    return true;
+  };
+  if ((plain_node(n, "Mul") || plain_node(n, "Div")) && n.inputs.size() == 2 && !c->has_scale) {
+    for (int k = 0; k < 2; ++k) {
+      if (n.op_type == "Div" && k != 0) break;  // c / S is no scale
+      float v = 0;
+      if (n.inputs[k] < 0 || !scalar_const(g, n.inputs[1 - k], &v)) continue;
+      Chain t = *c;
+      t.has_scale = true;
+      t.scale = v;
+      t.scale_div = n.op_type == "Div";
+      // Walking back, a mask already met is nearer the softmax: the scale comes first.
+      t.mask_first = false;
+      if (deeper(n.inputs[k], t)) return true;
+    }
+    return false;
+  }
+  if (plain_node(n, "Add") && n.inputs.size() == 2 && c->mask.empty() && n.inputs[0] != n.inputs[1]) {
+    for (int k = 0; k < 2; ++k) {
+      const int m = n.inputs[1 - k];
+      if (n.inputs[k] < 0 || !is_f32(g, m) || !broadcasts_into(g.values[m].shape, s)) continue;
+      Chain t = *c;
+      t.mask = "add";
+      t.mask_value = m;
+      t.mask_first = t.has_scale;  // the scale, met already, is nearer the softmax
+      if (deeper(n.inputs[k], t)) return true;
+    }
+    return false;
+  }
+  if (plain_node(n, "Where") && n.inputs.size() == 3 && c->mask.empty()) {
+    const int cond = n.inputs[0];
+    if (cond < 0 || g.values[cond].dtype != DType::Bool || !g.values[cond].shape_known ||
+        !broadcasts_into(g.values[cond].shape, s))
+      return false;
+    for (int k = 1; k <= 2; ++k) {
+      float fill = 0;
+      if (n.inputs[k] < 0 || n.inputs[k] == cond || !scalar_const(g, n.inputs[3 - k], &fill)) continue;
+      Chain t = *c;
+      t.mask = k == 2 ? "fill_true" : "fill_false";
+      t.fill = fill;
+      t.mask_value = cond;
+      t.mask_first = t.has_scale;
+      if (deeper(n.inputs[k], t)) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+// Fills `c` for the Softmax node `si` when the whole pattern is there.
+bool match(const Graph& g, int si, Chain* c) {
+  const Node& sm = g.nodes[si];
+  if (!plain_node(sm, "Softmax") || sm.inputs.size() != 1 || sm.outputs.size() != 1) return false;
+  const int x = sm.inputs[0], p = sm.outputs[0];
+  if (!is_f32(g, x)) return false;
+  const Shape& s = g.values[x].shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (rank < 2 || rank > 4) return false;
+  int64_t axis = sm.attr_int("axis", g.opset() < 13 ? 1 : -1);
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1) return false;  // before opset 13 axis = rank - 1 is the same last-axis softmax
+  for (int64_t d : s)
+    if (d <= 0) return false;
+  // P feeds the second MatMul as its left operand, and nothing else.
+  c->mm2 = g.sole_reader(p);
+  if (c->mm2 < 0 || !plain_node(g.nodes[c->mm2], "MatMul")) return false;
+  const Node& mm2 = g.nodes[c->mm2];
+  if (mm2.inputs.size() != 2 || mm2.inputs[0] != p || mm2.outputs.size() != 1) return false;
+  const int vv = mm2.inputs[1], y = mm2.outputs[0];
+  if (!is_f32(g, vv) || !is_f32(g, y)) return false;
+  const Shape &vs = g.values[vv].shape, &ys = g.values[y].shape;
+  if (vs.size() < 2 || ys.size() != s.size() || !std::equal(s.begin(), s.end() - 2, ys.begin())) return false;
+  // Back from the softmax's input to the first MatMul through at most one scale and one mask.
+  c->softmax = si;
+  if (!walk_back(g, x, si, s, c)) return false;
+  const Node& mm1 = g.nodes[c->mm1];
+  const int q = mm1.inputs[0], kt = mm1.inputs[1];
+  if (!is_f32(g, q) || !is_f32(g, kt)) return false;
+  const Shape &qs = g.values[q].shape, &ks = g.values[kt].shape;
+  if (qs.size() < 2 || ks.size() < 2 || qs.size() > 4 || ks.size() > 4 || vs.size() > 4) return false;
+  if (vs[vs.size() - 2] != s.back() || vs.back() <= 0) return false;
+  // The batch of V broadcasts into S's (V never widens it).
+  const Shape vb(vs.begin(), vs.end() - 2), sb(s.begin(), s.end() - 2);
+  return broadcasts_into(vb, sb);
+}
+
+Attribute attr_float(float v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+
+Attribute attr_int(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+}  // namespace
+
+int pass_fuse_attention(Graph& g, std::string* detail) {
+  int fused = 0;
+  for (size_t si = 0; si < g.nodes.size(); ++si) {
+    Chain c;
+    if (!match(g, static_cast<int>(si), &c)) continue;
+    const Node &mm1 = g.nodes[c.mm1], &mm2 = g.nodes[c.mm2];
+    Node f;
+    f.name = mm1.name;
+    f.op_type = "FusedAttention";
+    f.domain = kOclInferDomain;
+    f.inputs = {mm1.inputs[0], mm1.inputs[1], mm2.inputs[1]};
+    if (!c.mask.empty()) f.inputs.push_back(c.mask_value);
+    f.outputs = {mm2.outputs[0]};
+    if (c.has_scale) {
+      f.attrs["scale"] = attr_float(c.scale);
+      f.attrs["scale_div"] = attr_int(c.scale_div ? 1 : 0);
+    }
+    if (!c.mask.empty()) {
+      Attribute a;
+      a.kind = Attribute::Kind::String;
+      a.s = c.mask;
+      f.attrs["mask"] = a;
+      f.attrs["fill"] = attr_float(c.fill);
+      f.attrs["mask_first"] = attr_int(c.mask_first ? 1 : 0);
+    }
+    std::vector<int> chain{c.mm1};
+    chain.insert(chain.end(), c.stages.begin(), c.stages.end());
+    chain.push_back(c.softmax);
+    chain.push_back(c.mm2);
+    for (int n : chain) absorb(f, g.nodes[n]);
+    f.covers.erase(f.covers.begin());  // absorb() seeded it with the new node itself
+    const int y = mm2.outputs[0];
+    for (int n : chain) g.nodes[n].removed = true;
+    // The new node takes the last node's place, after everything its inputs need.
+    g.nodes[c.mm2] = std::move(f);
+    g.values[y].producer = c.mm2;
+    ++fused;
+  }
+  if (fused && g.opset(kOclInferDomain) < 1) g.opsets[kOclInferDomain] = 1;
+  if (detail) *detail = std::to_string(fused) + " attention patterns (MatMul, scale, mask, Softmax, MatMul) fused";
+  return fused;
+}
+
+}  // namespace oi
