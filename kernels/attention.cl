@@ -15,8 +15,9 @@
 // the unfused chain rounded each step to the storage type. Each step is the same arithmetic as the
 // op it replaces (a float division for Div, the softmax of kernels/softmax.cl with each exp() kept),
 // the two products summed in order of d and n: within float rounding of the unfused chain, whose
-// GEMMs sum in blocks. The last dims of q, kt, v and y are contiguous; batch dims have strides (0
-// where an operand broadcasts), and so do the mask's four dims.
+// GEMMs sum in blocks. The last dims of q, kt, v and y are contiguous; their rows and batch dims
+// have strides (0 where an operand broadcasts; a transposed view of attention heads), and so do the
+// mask's four dims.
 //
 // Build options:
 //   -DT=float|half (with half: -DS=F16)   storage of q, kt, v, an added mask and y
@@ -131,8 +132,9 @@ void softmax_row(__global float* s, __global const MASK_T* mr, long N, long m_sn
 // compute row M - 1 again and store nothing. `sc` holds RB rows of N floats per work-item.
 __kernel void attention_rows(__global const T* q, __global const T* kt, __global const T* v,
                              __global const MASK_T* mask, __global T* y, __global float* sc, long M,
-                             long N, long D, long DV, long q_s1, long q_s2, long k_s1, long k_s2,
-                             long v_s1, long v_s2, long m_s1, long m_s2, long m_sm, long m_sn,
+                             long N, long D, long DV, long q_s1, long q_s2, long q_sm, long k_s1,
+                             long k_s2, long k_sd, long v_s1, long v_s2, long v_sn, long y_s1,
+                             long y_s2, long y_sm, long m_s1, long m_s2, long m_sm, long m_sn,
                              float scale, float fill) {
   const long blk = get_global_id(0), b2 = get_global_id(1), b1 = get_global_id(2);
   const long blocks = get_global_size(0), B2 = get_global_size(1);
@@ -143,7 +145,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
   __global const T* vb = v + b1 * v_s1 + b2 * v_s2;
   __global const MASK_T* mb = mask + b1 * m_s1 + b2 * m_s2;
   __global float* s = sc + ((b1 * B2 + b2) * blocks + blk) * RB * N;
-  __global T* yb = y + (b1 * B2 + b2) * M * DV;
+  __global T* yb = y + b1 * y_s1 + b2 * y_s2;
   long rows[RB];
 #pragma unroll
   for (int r = 0; r < RB; ++r) rows[r] = min(m0 + r, M - 1);
@@ -155,10 +157,10 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
     for (long d = 0; d < D; ++d) {
-      const vecf k0 = LDN(S, VW, kb + d * N + n, 0), k1 = LDN(S, VW, kb + d * N + n + VW, 0);
+      const vecf k0 = LDN(S, VW, kb + d * k_sd + n, 0), k1 = LDN(S, VW, kb + d * k_sd + n + VW, 0);
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
-        const vecf qd = (vecf)LD(S, qb, rows[r] * D + d);
+        const vecf qd = (vecf)LD(S, qb, rows[r] * q_sm + d);
         a0[r] = fma(qd, k0, a0[r]);
         a1[r] = fma(qd, k1, a1[r]);
       }
@@ -174,9 +176,9 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
     for (long d = 0; d < D; ++d) {
-      const vecf k0 = LDN(S, VW, kb + d * N + n, 0);
+      const vecf k0 = LDN(S, VW, kb + d * k_sd + n, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * D + d), k0, a0[r]);
+      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
     }
 #pragma unroll
     for (int r = 0; r < RB; ++r) AT(vstore, VW)(a0[r], 0, s + r * N + n);
@@ -187,9 +189,9 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
     for (long d = 0; d < D; ++d) {
-      const float4 k0 = LDN(S, 4, kb + d * N + n, 0);
+      const float4 k0 = LDN(S, 4, kb + d * k_sd + n, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * D + d), k0, a0[r]);
+      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
     }
 #pragma unroll
     for (int r = 0; r < RB; ++r) vstore4(a0[r], 0, s + r * N + n);
@@ -200,9 +202,9 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
     for (long d = 0; d < D; ++d) {
-      const float k0 = LD(S, kb, d * N + n);
+      const float k0 = LD(S, kb, d * k_sd + n);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * D + d), k0, a0[r]);
+      for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
     }
 #pragma unroll
     for (int r = 0; r < RB; ++r) s[r * N + n] = a0[r];
@@ -217,7 +219,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
     for (long k = 0; k < N; ++k) {
-      const vecf v0 = LDN(S, VW, vb + k * DV + c, 0), v1 = LDN(S, VW, vb + k * DV + c + VW, 0);
+      const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0), v1 = LDN(S, VW, vb + k * v_sn + c + VW, 0);
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
         const vecf p = (vecf)s[r * N + k];
@@ -226,8 +228,8 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
       }
     }
     for (int r = 0; r < RB && m0 + r < M; ++r) {
-      STN(S, VW, yb + (m0 + r) * DV + c, 0, a0[r]);
-      STN(S, VW, yb + (m0 + r) * DV + c + VW, 0, a1[r]);
+      STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
+      STN(S, VW, yb + (m0 + r) * y_sm + c + VW, 0, a1[r]);
     }
   }
   for (; c + VW <= DV; c += VW) {
@@ -235,11 +237,11 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
     for (long k = 0; k < N; ++k) {
-      const vecf v0 = LDN(S, VW, vb + k * DV + c, 0);
+      const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0);
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)s[r * N + k], v0, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, VW, yb + (m0 + r) * DV + c, 0, a0[r]);
+    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
   }
 #if VW > 4
   for (; c + 4 <= DV; c += 4) {
@@ -247,11 +249,11 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
     for (long k = 0; k < N; ++k) {
-      const float4 v0 = LDN(S, 4, vb + k * DV + c, 0);
+      const float4 v0 = LDN(S, 4, vb + k * v_sn + c, 0);
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = fma((float4)s[r * N + k], v0, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, 4, yb + (m0 + r) * DV + c, 0, a0[r]);
+    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, 4, yb + (m0 + r) * y_sm + c, 0, a0[r]);
   }
 #endif
   for (; c < DV; ++c) {
@@ -259,10 +261,10 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
     for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
     for (long k = 0; k < N; ++k) {
-      const float v0 = LD(S, vb, k * DV + c);
+      const float v0 = LD(S, vb, k * v_sn + c);
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = fma(s[r * N + k], v0, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) ST(S, yb + (m0 + r) * DV, c, a0[r]);
+    for (int r = 0; r < RB && m0 + r < M; ++r) ST(S, yb + (m0 + r) * y_sm, c, a0[r]);
   }
 }

@@ -5,7 +5,12 @@
 // Inputs: Q [..., M, D], Kt [..., D, N], V [..., N, DV], and the mask (float, added) or condition
 // (bool) broadcastable to [..., M, N]; at most two batch dims, broadcast as MatMul does.
 // Attributes: scale (float, 1: none), scale_div (1: S / scale), mask ("add", "fill_true",
-// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale).
+// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale); q_perm, kt_perm,
+// v_perm: the input is the operand's source, the operand is Transpose(input, perm); y_perm: the
+// output is Transpose(Y, perm). A perm keeps the last axis last (rows stay contiguous), so the
+// transposes around attention heads cost no copies.
+#include <array>
+
 #include "ops/build_context.hpp"
 #include "ops/core/op_def.hpp"
 #include "runtime/ir/graph.hpp"
@@ -23,13 +28,44 @@ Shape batch_of(const Shape& s) {
   return b;
 }
 
-void attention_infer(OpContext& ctx) {
+// The permutation attribute `name` of the node, or identity of `rank`.
+std::vector<int64_t> perm_of(const Node& n, const char* name, size_t rank) {
+  std::vector<int64_t> p = n.attr_ints(name, {});
+  if (p.empty())
+    for (size_t i = 0; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  return p;
+}
+
+// A valid permutation of `rank` axes that keeps the last axis last.
+bool row_keeping_perm(const std::vector<int64_t>& p, size_t rank) {
+  if (p.size() != rank || rank == 0 || p.back() != static_cast<int64_t>(rank) - 1) return false;
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : p) {
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[a]) return false;
+    seen[a] = true;
+  }
+  return true;
+}
+
+// Input i as the operand sees it: its shape permuted by the node's `attr` permutation.
+Shape operand_shape(const OpContext& ctx, int i, const char* attr) {
+  const Shape& src = ctx.in_shape(i);
+  const std::vector<int64_t> p = perm_of(ctx.node(), attr, src.size());
+  if (!row_keeping_perm(p, src.size())) ctx.fail(std::string(attr) + " must permute the input's axes and keep the last last");
+  Shape r;
+  for (int64_t a : p) r.push_back(src[a]);
+  return r;
+}
+
+// Y's shape before the output's y_perm.
+Shape logical_output(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
     if (!is_float(ctx.in_type(i)) || ctx.in_type(i) != ctx.in_type(0))
       ctx.fail("Q, Kt and V must be floating-point tensors of one type");
-  const Shape &q = ctx.in_shape(0), &k = ctx.in_shape(1), &v = ctx.in_shape(2);
-  if (q.size() < 2 || k.size() < 2 || v.size() < 2 || q.size() > 4 || k.size() > 4 || v.size() > 4)
-    ctx.fail("Q, Kt and V must have rank 2 to 4");
+  for (int i = 0; i < 3; ++i)
+    if (ctx.in_shape(i).size() < 2 || ctx.in_shape(i).size() > 4) ctx.fail("Q, Kt and V must have rank 2 to 4");
+  const Shape q = operand_shape(ctx, 0, "q_perm"), k = operand_shape(ctx, 1, "kt_perm"),
+              v = operand_shape(ctx, 2, "v_perm");
   if (q.back() != k[k.size() - 2] || k.back() != v[v.size() - 2])
     ctx.fail("shapes do not chain: Q " + shape_to_string(q) + ", Kt " + shape_to_string(k) + ", V " +
              shape_to_string(v));
@@ -41,16 +77,39 @@ void attention_infer(OpContext& ctx) {
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(4 - rank));
   out.push_back(q[q.size() - 2]);
   out.push_back(v.back());
+  return out;
+}
+
+void attention_infer(OpContext& ctx) {
+  const Shape y = logical_output(ctx);
+  const std::vector<int64_t> p = perm_of(ctx.node(), "y_perm", y.size());
+  if (!row_keeping_perm(p, y.size())) ctx.fail("y_perm must permute Y's axes and keep the last last");
+  Shape out;
+  for (int64_t a : p) out.push_back(y[a]);
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
-// Element strides of an operand's two batch dims in the output's batch [B1, B2]: 0 where it
-// broadcasts.
-void batch_strides(const Shape& s, const Shape& out_batch, int64_t st[2]) {
-  const Shape b = batch_of(s);
-  const int64_t mat = s[s.size() - 2] * s.back();
-  st[1] = b[1] == 1 && out_batch[1] != 1 ? 0 : mat;
-  st[0] = b[0] == 1 && out_batch[0] != 1 ? 0 : mat * b[1];
+// Element strides of an operand's four dims [B1, B2, rows, columns] (left-padded with broadcast
+// dims) when it is Transpose(source, perm) of a contiguous `source`: 0 along the batch dims where
+// it broadcasts (size 1).
+std::array<int64_t, 4> operand_strides(const Shape& source, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> cs(source.size(), 1);
+  for (size_t d = source.size(); d-- > 1;) cs[d - 1] = cs[d] * source[d];
+  std::array<int64_t, 4> st{0, 0, 0, 0};
+  const size_t pad = 4 - perm.size();
+  for (size_t i = 0; i < perm.size(); ++i) st[pad + i] = source[perm[i]] == 1 && pad + i < 2 ? 0 : cs[perm[i]];
+  return st;
+}
+
+// The output's strides for Y's four dims when the output is Transpose(Y, y_perm): Y's axis i is the
+// output's axis j where y_perm[j] == i.
+std::array<int64_t, 4> output_strides(const Shape& out, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> cs(out.size(), 1);
+  for (size_t d = out.size(); d-- > 1;) cs[d - 1] = cs[d] * out[d];
+  std::array<int64_t, 4> st{0, 0, 0, 0};
+  const size_t pad = 4 - perm.size();
+  for (size_t j = 0; j < perm.size(); ++j) st[pad + static_cast<size_t>(perm[j])] = cs[j];
+  return st;
 }
 
 void attention_build(BuildContext& ctx) {
@@ -62,15 +121,15 @@ void attention_build(BuildContext& ctx) {
     if (ctx.input(i).dtype != st) ctx.unsupported("operands stored in different types");
   if ((st != DType::Float32 && st != DType::Float16) || ctx.output(0).dtype != st)
     ctx.unsupported("float32 or float16 storage only");
-  const Shape &q = ctx.in_shape(0), &k = ctx.in_shape(1), &v = ctx.in_shape(2);
-  const Shape& y = ctx.out_shape(0);
-  const Shape ob = batch_of(y);
-  const int64_t M = q[q.size() - 2], D = q.back(), N = k.back(), DV = v.back();
-  int64_t qs[2], ks[2], vs[2];
-  batch_strides(q, ob, qs);
-  batch_strides(k, ob, ks);
-  batch_strides(v, ob, vs);
   const Node& n = ctx.node();
+  const Shape q = operand_shape(ctx, 0, "q_perm"), k = operand_shape(ctx, 1, "kt_perm");
+  const Shape y = logical_output(ctx);
+  const Shape ob = batch_of(y);
+  const int64_t M = q[q.size() - 2], D = q.back(), N = k.back(), DV = y.back();
+  const auto qs = operand_strides(ctx.in_shape(0), perm_of(n, "q_perm", ctx.in_shape(0).size()));
+  const auto ks = operand_strides(ctx.in_shape(1), perm_of(n, "kt_perm", ctx.in_shape(1).size()));
+  const auto vs = operand_strides(ctx.in_shape(2), perm_of(n, "v_perm", ctx.in_shape(2).size()));
+  const auto ys = output_strides(ctx.out_shape(0), perm_of(n, "y_perm", y.size()));
   const std::string mask = n.attr_string("mask", "");
   int64_t ms[4] = {0, 0, 0, 0};
   if (!mask.empty()) {
@@ -104,7 +163,8 @@ void attention_build(BuildContext& ctx) {
              {static_cast<size_t>(blocks), static_cast<size_t>(ob[1]), static_cast<size_t>(ob[0])},
              ctx.caps().cpu_shaped() ? std::vector<size_t>{1, 1, 1} : std::vector<size_t>{},
              ctx.in_buf(0), ctx.in_buf(1), ctx.in_buf(2), mask_buf, ctx.out_buf(0), scores.mem, M, N, D, DV, qs[0],
-             qs[1], ks[0], ks[1], vs[0], vs[1], ms[0], ms[1], ms[2], ms[3], scale, n.attr_float("fill", 0.0f));
+             qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], ys[0], ys[1], ys[2], ms[0], ms[1], ms[2], ms[3],
+             scale, n.attr_float("fill", 0.0f));
 }
 
 double attention_flops(const OpContext& ctx) {

@@ -224,7 +224,30 @@ struct AttnCase {
   bool fuses;
   int64_t softmax_axis = -1;
   bool scores_output = false;  // the scores also a graph output
+  // Rank 4 only: Q, K and V arrive as [B, T, H, d] and are split into heads by Transposes
+  // (Q, V: perm 0,2,1,3; K: 0,2,3,1 makes Kt), and Y is merged back by one (0,2,1,3).
+  bool heads = false;
+  bool q_heads_output = false;  // with heads: Q's Transpose output also a graph output
 };
+
+// `t` (rank 4) with its axes permuted: result axis i is t's axis perm[i].
+Tensor permute4(const Tensor& t, const std::vector<int64_t>& perm) {
+  Shape s(4);
+  for (int i = 0; i < 4; ++i) s[i] = t.shape[perm[i]];
+  Tensor r(DType::Float32, s);
+  int64_t st[4] = {t.shape[1] * t.shape[2] * t.shape[3], t.shape[2] * t.shape[3], t.shape[3], 1};
+  int64_t i = 0;
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t b = 0; b < s[1]; ++b)
+      for (int64_t c = 0; c < s[2]; ++c)
+        for (int64_t d = 0; d < s[3]; ++d) {
+          const int64_t idx[4] = {a, b, c, d};
+          int64_t src = 0;
+          for (int k = 0; k < 4; ++k) src += idx[k] * st[perm[k]];
+          r.data<float>()[i++] = t.data<float>()[src];
+        }
+  return r;
+}
 
 // y = softmax(mask(scale(q @ kt))) @ v in double, every operand broadcast to the scores' batch.
 Tensor attention_reference(const AttnCase& c, const Tensor& q, const Tensor& kt, const Tensor& v,
@@ -312,6 +335,11 @@ TEST(Attention, FusedMatchesReferenceAndUnfused) {
       {"opset 11, default axis", 11, {2, 2, 6, 8}, {2, 2, 8, 6}, {2, 2, 6, 8}, "div", "", {}, false, false, false, 1},
       {"softmax over another axis", 17, {2, 6, 8}, {2, 8, 6}, {2, 6, 8}, "", "", {}, false, false, false, 1},
       {"scores also an output", 17, {2, 6, 8}, {2, 8, 6}, {2, 6, 8}, "mul", "", {}, false, false, false, -1, true},
+      // Heads split off by Transposes and merged back: the kernel reads Q and V and writes Y with
+      // strides (Kt's Transpose moves the last axis and stays a copy).
+      {"heads: bert layout", 17, {2, 4, 9, 16}, {2, 4, 16, 9}, {2, 4, 9, 16}, "div", "add", {2, 1, 1, 9}, false, false, true, -1, false, true},
+      {"heads: gpt layout, 12-wide", 17, {1, 4, 21, 12}, {1, 4, 12, 21}, {1, 4, 21, 12}, "div", "fill_true", {21, 21}, false, true, true, -1, false, true},
+      {"heads: Q's split also an output", 17, {1, 3, 7, 8}, {1, 3, 8, 7}, {1, 3, 7, 8}, "mul", "", {}, false, false, true, -1, false, true, true},
       // A mask that widens the scores' batch is not a mask of these scores.
       {"mask widens the batch", 17, {1, 6, 8}, {1, 8, 6}, {1, 6, 8}, "", "add", {3, 6, 6}, false, false, false},
   };
@@ -330,8 +358,21 @@ TEST(Attention, FusedMatchesReferenceAndUnfused) {
       }
     }
     ModelBuilder m(c.opset);
-    m.input("q", DType::Float32, c.q).input("kt", DType::Float32, c.kt).input("v", DType::Float32, c.v).output("y");
-    std::map<std::string, Tensor> feeds{{"q", q}, {"kt", kt}, {"v", v}};
+    std::map<std::string, Tensor> feeds;
+    const std::vector<int64_t> heads{0, 2, 1, 3}, k_heads{0, 3, 1, 2};
+    if (c.heads) {
+      // Inputs in [B, T, H, d]; the graph makes the [B, H, T, d] operands (and Kt [B, H, d, T]).
+      feeds = {{"qin", permute4(q, heads)}, {"kin", permute4(kt, k_heads)}, {"vin", permute4(v, heads)}};
+      for (auto& [name, t] : feeds) m.input(name, DType::Float32, t.shape);
+      attr_ints(m.node("Transpose", {"qin"}, {"q"}), "perm", heads);
+      attr_ints(m.node("Transpose", {"kin"}, {"kt"}), "perm", {0, 2, 3, 1});
+      attr_ints(m.node("Transpose", {"vin"}, {"v"}), "perm", heads);
+      m.output("yh");
+      if (c.q_heads_output) m.output("q");
+    } else {
+      m.input("q", DType::Float32, c.q).input("kt", DType::Float32, c.kt).input("v", DType::Float32, c.v).output("y");
+      feeds = {{"q", q}, {"kt", kt}, {"v", v}};
+    }
     if (!c.mask.empty()) {
       if (c.mask_const) m.initializer("mask", mask);
       else m.input("mask", mask.dtype, c.mask_shape), feeds["mask"] = mask;
@@ -360,6 +401,7 @@ TEST(Attention, FusedMatchesReferenceAndUnfused) {
     auto& sm = m.node("Softmax", {cur}, {"p"});
     if (c.softmax_axis != -1 || c.opset < 13) attr_i(sm, "axis", c.softmax_axis);
     m.node("MatMul", {"p", "v"}, {"y"});
+    if (c.heads) attr_ints(m.node("Transpose", {"y"}, {"yh"}), "perm", heads);
 
     ocl_infer::SessionOptions o0;
     o0.optimization_level = 0;
@@ -370,10 +412,23 @@ TEST(Attention, FusedMatchesReferenceAndUnfused) {
     EXPECT_EQ(has_kernel, c.fuses) << fused.dump("graph");
     // With float16 storage the unfused chain rounds the scores, the scaled and masked scores and
     // the probabilities to float16; the fused kernel keeps them in float.
-    EXPECT_LE(rel_error(got.at("y"), want.at("y")), fp16_mode() ? 4e-3 : 1e-5);
+    const std::string out = c.heads ? "yh" : "y";
+    EXPECT_LE(rel_error(got.at(out), want.at(out)), fp16_mode() ? 4e-3 : 1e-5);
+    if (c.q_heads_output) {
+      EXPECT_EQ(got.at("q").bytes, q.bytes);
+    }
     if (c.fuses || c.scores_output) {
-      EXPECT_LE(rel_error(got.at("y"), attention_reference(c, q, kt, v, c.mask.empty() ? nullptr : &mask, scale, fill)),
-                c.fuses || !fp16_mode() ? 1e-5 : 4e-3);
+      Tensor ref = attention_reference(c, q, kt, v, c.mask.empty() ? nullptr : &mask, scale, fill);
+      if (c.heads) ref = permute4(ref, heads);
+      EXPECT_LE(rel_error(got.at(out), ref), c.fuses || !fp16_mode() ? 1e-5 : 4e-3);
+    }
+    if (c.heads) {
+      // Q's and V's Transposes and Y's are the kernel's strides (Q's only where nothing else
+      // reads it); Kt's moves the last axis and stays.
+      const std::string plan = fused.dump("plan");
+      size_t copies = 0;
+      for (size_t at = plan.find("copy_"); at != std::string::npos; at = plan.find("copy_", at + 1)) ++copies;
+      EXPECT_EQ(copies, c.q_heads_output ? 2u : 1u) << plan;
     }
   }
 }

@@ -155,6 +155,26 @@ bool match(const Graph& g, int si, Chain* c) {
   return broadcasts_into(vb, sb);
 }
 
+// A permutation of `rank` (2 to 4) axes that keeps the last axis last.
+bool row_keeping_perm(const std::vector<int64_t>& perm, size_t rank) {
+  if (rank < 2 || rank > 4 || perm.size() != rank || perm.back() != static_cast<int64_t>(rank) - 1) return false;
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : perm) {
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[a]) return false;
+    seen[a] = true;
+  }
+  return true;
+}
+
+// A float32 Transpose with a perm that keeps rows contiguous (a view the attention kernel reads
+// or writes with strides).
+bool row_keeping_transpose(const Graph& g, int ti) {
+  const Node& t = g.nodes[ti];
+  return plain_node(t, "Transpose") && t.inputs.size() == 1 && t.outputs.size() == 1 && t.has("perm") &&
+         is_f32(g, t.inputs[0]) && is_f32(g, t.outputs[0]) &&
+         row_keeping_perm(t.attr_ints("perm", {}), g.values[t.inputs[0]].shape.size());
+}
+
 Attribute attr_float(float v) {
   Attribute a;
   a.kind = Attribute::Kind::Float;
@@ -166,6 +186,13 @@ Attribute attr_int(int64_t v) {
   Attribute a;
   a.kind = Attribute::Kind::Int;
   a.i = v;
+  return a;
+}
+
+Attribute attr_ints(const std::vector<int64_t>& v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = v;
   return a;
 }
 
@@ -196,17 +223,37 @@ int pass_fuse_attention(Graph& g, std::string* detail) {
       f.attrs["fill"] = attr_float(c.fill);
       f.attrs["mask_first"] = attr_int(c.mask_first ? 1 : 0);
     }
-    std::vector<int> chain{c.mm1};
+    // Transposes of Q, Kt, V and Y that keep rows contiguous (attention heads split off and
+    // merged back) become strides of the kernel's operands.
+    std::vector<int> chain;
+    const char* perm_attrs[3] = {"q_perm", "kt_perm", "v_perm"};
+    const int readers[3] = {c.mm1, c.mm1, c.mm2};
+    for (int i = 0; i < 3; ++i) {
+      const int t = g.values[f.inputs[i]].producer;
+      if (t < 0 || g.sole_reader(f.inputs[i]) != readers[i] || !row_keeping_transpose(g, t)) continue;
+      f.attrs[perm_attrs[i]] = attr_ints(g.nodes[t].attr_ints("perm", {}));
+      f.inputs[i] = g.nodes[t].inputs[0];
+      chain.push_back(t);
+    }
+    chain.push_back(c.mm1);
     chain.insert(chain.end(), c.stages.begin(), c.stages.end());
     chain.push_back(c.softmax);
     chain.push_back(c.mm2);
+    int place = c.mm2;
+    const int yt = g.sole_reader(mm2.outputs[0]);
+    if (yt >= 0 && row_keeping_transpose(g, yt)) {
+      f.attrs["y_perm"] = attr_ints(g.nodes[yt].attr_ints("perm", {}));
+      f.outputs = {g.nodes[yt].outputs[0]};
+      chain.push_back(yt);
+      place = yt;
+    }
     for (int n : chain) absorb(f, g.nodes[n]);
     f.covers.erase(f.covers.begin());  // absorb() seeded it with the new node itself
-    const int y = mm2.outputs[0];
+    const int y = f.outputs[0];
     for (int n : chain) g.nodes[n].removed = true;
     // The new node takes the last node's place, after everything its inputs need.
-    g.nodes[c.mm2] = std::move(f);
-    g.values[y].producer = c.mm2;
+    g.nodes[place] = std::move(f);
+    g.values[y].producer = place;
     ++fused;
   }
   if (fused && g.opset(kOclInferDomain) < 1) g.opsets[kOclInferDomain] = 1;
