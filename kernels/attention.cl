@@ -23,6 +23,8 @@
 //   -DT=float|half (with half: -DS=F16)   storage of q, kt, v, an added mask and y
 //   -DVW=4|8|16                           vector width of the score and output loops
 //   -DRB=n                                query rows per work-item (CPU devices: 4)
+//   -DKT_GATHER                           Kt's keys have a stride (k_sn != 1): each work-item first
+//                                         copies its batch's [D, N] block into its scratch
 #include "storage.cl"
 #ifndef S
 #define S F32
@@ -37,6 +39,15 @@
 #define AT_(a, b) a##b
 #define AT(a, b) AT_(a, b)
 #define vecf AT(float, VW)
+
+// The keys' storage as the score loops read them: gathered keys are float.
+#ifdef KT_GATHER
+#define KS F32
+#define SC_ROWS (RB + D)
+#else
+#define KS S
+#define SC_ROWS RB
+#endif
 
 #if defined(MASK_FILL_TRUE) || defined(MASK_FILL_FALSE)
 #define MASK_T uchar
@@ -127,144 +138,162 @@ void softmax_row(__global float* s, __global const MASK_T* mr, long N, long m_sn
   for (; n < N; ++n) s[n] = s[n] / sum;
 }
 
-// RB query rows of one batch per work-item (global {ceil(M / RB), B2, B1}): each key and value
-// vector loaded once for the RB rows, as a GEMM's register block does. A block's rows past M
-// compute row M - 1 again and store nothing. `sc` holds RB rows of N floats per work-item.
+// Blocks of RB query rows of one batch, `bpg` blocks per work-item (global {groups, B2, B1}): each
+// key and value vector loaded once for a block's RB rows, as a GEMM's register block does. A
+// block's rows past M compute row M - 1 again and store nothing. `sc` holds RB rows of N floats
+// per work-item (and with KT_GATHER its [D, N] keys, gathered once for all its blocks).
 __kernel void attention_rows(__global const T* q, __global const T* kt, __global const T* v,
                              __global const MASK_T* mask, __global T* y, __global float* sc, long M,
-                             long N, long D, long DV, long q_s1, long q_s2, long q_sm, long k_s1,
-                             long k_s2, long k_sd, long v_s1, long v_s2, long v_sn, long y_s1,
-                             long y_s2, long y_sm, long m_s1, long m_s2, long m_sm, long m_sn,
-                             float scale, float fill) {
-  const long blk = get_global_id(0), b2 = get_global_id(1), b1 = get_global_id(2);
-  const long blocks = get_global_size(0), B2 = get_global_size(1);
-  const long m0 = blk * RB;
-  if (m0 >= M) return;
-  __global const T* qb = q + b1 * q_s1 + b2 * q_s2;
-  __global const T* kb = kt + b1 * k_s1 + b2 * k_s2;
-  __global const T* vb = v + b1 * v_s1 + b2 * v_s2;
+                             long N, long D, long DV, long q_off, long q_s1, long q_s2, long q_sm,
+                             long q_sd, long k_off, long k_s1, long k_s2, long k_sd, long k_sn,
+                             long v_off, long v_s1, long v_s2, long v_sn, long y_s1, long y_s2,
+                             long y_sm, long m_s1, long m_s2, long m_sm, long m_sn, float scale,
+                             float fill, long bpg) {
+  const long grp = get_global_id(0), b2 = get_global_id(1), b1 = get_global_id(2);
+  const long groups = get_global_size(0), B2 = get_global_size(1);
+  const long first = grp * bpg;
+  if (first * RB >= M) return;
+  __global const T* qb = q + q_off + b1 * q_s1 + b2 * q_s2;
+  __global const T* vb = v + v_off + b1 * v_s1 + b2 * v_s2;
   __global const MASK_T* mb = mask + b1 * m_s1 + b2 * m_s2;
-  __global float* s = sc + ((b1 * B2 + b2) * blocks + blk) * RB * N;
+  __global float* s = sc + ((b1 * B2 + b2) * groups + grp) * SC_ROWS * N;
   __global T* yb = y + b1 * y_s1 + b2 * y_s2;
-  long rows[RB];
+#ifdef KT_GATHER
+  // Kt's keys are not contiguous (K's rows, transposed by a view): copied into this work-item's
+  // scratch after its scores' rows as a contiguous [D, N] block, in float.
+  __global float* kb = s + RB * N;
+  {
+    __global const T* kg = kt + k_off + b1 * k_s1 + b2 * k_s2;
+    for (long d = 0; d < D; ++d)
+      for (long n = 0; n < N; ++n) kb[d * N + n] = LD(S, kg, d * k_sd + n * k_sn);
+  }
+  const long kd = N;
+#else
+  __global const T* kb = kt + k_off + b1 * k_s1 + b2 * k_s2;
+  const long kd = k_sd;
+#endif
+  for (long blk = first; blk < first + bpg && blk * RB < M; ++blk) {
+    const long m0 = blk * RB;
+    long rows[RB];
 #pragma unroll
-  for (int r = 0; r < RB; ++r) rows[r] = min(m0 + r, M - 1);
+    for (int r = 0; r < RB; ++r) rows[r] = min(m0 + r, M - 1);
 
-  // Scores: two vectors of keys at a time, then one, then four, then one by one.
-  long n = 0;
-  for (; n + 2 * VW <= N; n += 2 * VW) {
-    vecf a0[RB], a1[RB];
+    // Scores: two vectors of keys at a time, then one, then four, then one by one.
+    long n = 0;
+    for (; n + 2 * VW <= N; n += 2 * VW) {
+      vecf a0[RB], a1[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
-    for (long d = 0; d < D; ++d) {
-      const vecf k0 = LDN(S, VW, kb + d * k_sd + n, 0), k1 = LDN(S, VW, kb + d * k_sd + n + VW, 0);
+      for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
+      for (long d = 0; d < D; ++d) {
+        const vecf k0 = LDN(KS, VW, kb + d * kd + n, 0), k1 = LDN(KS, VW, kb + d * kd + n + VW, 0);
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const vecf qd = (vecf)LD(S, qb, rows[r] * q_sm + d * q_sd);
+          a0[r] = fma(qd, k0, a0[r]);
+          a1[r] = fma(qd, k1, a1[r]);
+        }
+      }
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
-        const vecf qd = (vecf)LD(S, qb, rows[r] * q_sm + d);
-        a0[r] = fma(qd, k0, a0[r]);
-        a1[r] = fma(qd, k1, a1[r]);
+        AT(vstore, VW)(a0[r], 0, s + r * N + n);
+        AT(vstore, VW)(a1[r], 0, s + r * N + n + VW);
       }
     }
+    for (; n + VW <= N; n += VW) {
+      vecf a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) {
-      AT(vstore, VW)(a0[r], 0, s + r * N + n);
-      AT(vstore, VW)(a1[r], 0, s + r * N + n + VW);
+      for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
+      for (long d = 0; d < D; ++d) {
+        const vecf k0 = LDN(KS, VW, kb + d * kd + n, 0);
+#pragma unroll
+        for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) AT(vstore, VW)(a0[r], 0, s + r * N + n);
     }
-  }
-  for (; n + VW <= N; n += VW) {
-    vecf a0[RB];
-#pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
-    for (long d = 0; d < D; ++d) {
-      const vecf k0 = LDN(S, VW, kb + d * k_sd + n, 0);
-#pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
-    }
-#pragma unroll
-    for (int r = 0; r < RB; ++r) AT(vstore, VW)(a0[r], 0, s + r * N + n);
-  }
 #if VW > 4
-  for (; n + 4 <= N; n += 4) {
-    float4 a0[RB];
+    for (; n + 4 <= N; n += 4) {
+      float4 a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
-    for (long d = 0; d < D; ++d) {
-      const float4 k0 = LDN(S, 4, kb + d * k_sd + n, 0);
+      for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
+      for (long d = 0; d < D; ++d) {
+        const float4 k0 = LDN(KS, 4, kb + d * kd + n, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) vstore4(a0[r], 0, s + r * N + n);
     }
-#pragma unroll
-    for (int r = 0; r < RB; ++r) vstore4(a0[r], 0, s + r * N + n);
-  }
 #endif
-  for (; n < N; ++n) {
-    float a0[RB];
+    for (; n < N; ++n) {
+      float a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
-    for (long d = 0; d < D; ++d) {
-      const float k0 = LD(S, kb, d * k_sd + n);
+      for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
+      for (long d = 0; d < D; ++d) {
+        const float k0 = LD(KS, kb, d * kd + n);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * q_sm + d), k0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+      }
+#pragma unroll
+      for (int r = 0; r < RB; ++r) s[r * N + n] = a0[r];
     }
-#pragma unroll
-    for (int r = 0; r < RB; ++r) s[r * N + n] = a0[r];
-  }
 
-  for (int r = 0; r < RB; ++r) softmax_row(s + r * N, mb + rows[r] * m_sm, N, m_sn, scale, fill);
+    for (int r = 0; r < RB; ++r) softmax_row(s + r * N, mb + rows[r] * m_sm, N, m_sn, scale, fill);
 
-  // Output: two vectors of columns at a time, then one, then four, then one by one.
-  long c = 0;
-  for (; c + 2 * VW <= DV; c += 2 * VW) {
-    vecf a0[RB], a1[RB];
+    // Output: two vectors of columns at a time, then one, then four, then one by one.
+    long c = 0;
+    for (; c + 2 * VW <= DV; c += 2 * VW) {
+      vecf a0[RB], a1[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
-    for (long k = 0; k < N; ++k) {
-      const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0), v1 = LDN(S, VW, vb + k * v_sn + c + VW, 0);
+      for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
+      for (long k = 0; k < N; ++k) {
+        const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0), v1 = LDN(S, VW, vb + k * v_sn + c + VW, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) {
-        const vecf p = (vecf)s[r * N + k];
-        a0[r] = fma(p, v0, a0[r]);
-        a1[r] = fma(p, v1, a1[r]);
+        for (int r = 0; r < RB; ++r) {
+          const vecf p = (vecf)s[r * N + k];
+          a0[r] = fma(p, v0, a0[r]);
+          a1[r] = fma(p, v1, a1[r]);
+        }
+      }
+      for (int r = 0; r < RB && m0 + r < M; ++r) {
+        STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
+        STN(S, VW, yb + (m0 + r) * y_sm + c + VW, 0, a1[r]);
       }
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) {
-      STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
-      STN(S, VW, yb + (m0 + r) * y_sm + c + VW, 0, a1[r]);
-    }
-  }
-  for (; c + VW <= DV; c += VW) {
-    vecf a0[RB];
+    for (; c + VW <= DV; c += VW) {
+      vecf a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
-    for (long k = 0; k < N; ++k) {
-      const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0);
+      for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
+      for (long k = 0; k < N; ++k) {
+        const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)s[r * N + k], v0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)s[r * N + k], v0, a0[r]);
+      }
+      for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, VW, yb + (m0 + r) * y_sm + c, 0, a0[r]);
-  }
 #if VW > 4
-  for (; c + 4 <= DV; c += 4) {
-    float4 a0[RB];
+    for (; c + 4 <= DV; c += 4) {
+      float4 a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
-    for (long k = 0; k < N; ++k) {
-      const float4 v0 = LDN(S, 4, vb + k * v_sn + c, 0);
+      for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
+      for (long k = 0; k < N; ++k) {
+        const float4 v0 = LDN(S, 4, vb + k * v_sn + c, 0);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma((float4)s[r * N + k], v0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma((float4)s[r * N + k], v0, a0[r]);
+      }
+      for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, 4, yb + (m0 + r) * y_sm + c, 0, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) STN(S, 4, yb + (m0 + r) * y_sm + c, 0, a0[r]);
-  }
 #endif
-  for (; c < DV; ++c) {
-    float a0[RB];
+    for (; c < DV; ++c) {
+      float a0[RB];
 #pragma unroll
-    for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
-    for (long k = 0; k < N; ++k) {
-      const float v0 = LD(S, vb, k * v_sn + c);
+      for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
+      for (long k = 0; k < N; ++k) {
+        const float v0 = LD(S, vb, k * v_sn + c);
 #pragma unroll
-      for (int r = 0; r < RB; ++r) a0[r] = fma(s[r * N + k], v0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma(s[r * N + k], v0, a0[r]);
+      }
+      for (int r = 0; r < RB && m0 + r < M; ++r) ST(S, yb + (m0 + r) * y_sm, c, a0[r]);
     }
-    for (int r = 0; r < RB && m0 + r < M; ++r) ST(S, yb + (m0 + r) * y_sm, c, a0[r]);
   }
 }

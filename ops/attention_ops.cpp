@@ -5,10 +5,12 @@
 // Inputs: Q [..., M, D], Kt [..., D, N], V [..., N, DV], and the mask (float, added) or condition
 // (bool) broadcastable to [..., M, N]; at most two batch dims, broadcast as MatMul does.
 // Attributes: scale (float, 1: none), scale_div (1: S / scale), mask ("add", "fill_true",
-// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale); q_perm, kt_perm,
-// v_perm: the input is the operand's source, the operand is Transpose(input, perm); y_perm: the
-// output is Transpose(Y, perm). A perm keeps the last axis last (rows stay contiguous), so the
-// transposes around attention heads cost no copies.
+// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale); q_view,
+// kt_view, v_view: the operand is a strided view of the input ([offset, rank, dims..., strides...]
+// in elements: the Split, Reshape and Transpose that cut a fused QKV projection into heads; V's
+// rows contiguous); y_perm: the output is Transpose(Y, perm) with the last axis kept last. So the
+// copies around attention heads are not made.
+#include <algorithm>
 #include <array>
 
 #include "ops/build_context.hpp"
@@ -47,14 +49,47 @@ bool row_keeping_perm(const std::vector<int64_t>& p, size_t rank) {
   return true;
 }
 
-// Input i as the operand sees it: its shape permuted by the node's `attr` permutation.
-Shape operand_shape(const OpContext& ctx, int i, const char* attr) {
+// An operand as the kernel reads it: its shape and element strides from `offset` in its input.
+struct View {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+// Input i through the node's view attribute `attr` ([offset, rank, dims..., strides...]), or the
+// input itself (contiguous). Fails when the view is malformed or reaches past the input.
+View operand_view(const OpContext& ctx, int i, const char* attr) {
   const Shape& src = ctx.in_shape(i);
-  const std::vector<int64_t> p = perm_of(ctx.node(), attr, src.size());
-  if (!row_keeping_perm(p, src.size())) ctx.fail(std::string(attr) + " must permute the input's axes and keep the last last");
-  Shape r;
-  for (int64_t a : p) r.push_back(src[a]);
-  return r;
+  View v;
+  const std::vector<int64_t> a = ctx.node().attr_ints(attr, {});
+  if (a.empty()) {
+    if (src.size() < 2 || src.size() > 4) ctx.fail("Q, Kt and V must have rank 2 to 4");
+    v.shape = src;
+    v.strides.assign(src.size(), 1);
+    for (size_t d = src.size(); d-- > 1;) v.strides[d - 1] = v.strides[d] * src[d];
+    return v;
+  }
+  const int64_t rank = a.size() >= 2 ? a[1] : -1;
+  if (rank < 2 || rank > 4 || static_cast<int64_t>(a.size()) != 2 + 2 * rank) ctx.fail(std::string(attr) + " is malformed");
+  v.offset = a[0];
+  v.shape.assign(a.begin() + 2, a.begin() + 2 + rank);
+  v.strides.assign(a.begin() + 2 + rank, a.end());
+  int64_t last = v.offset;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (v.shape[d] <= 0 || v.strides[d] < 0) ctx.fail(std::string(attr) + " is malformed");
+    last += (v.shape[d] - 1) * v.strides[d];
+  }
+  if (v.offset < 0 || last >= numel(src)) ctx.fail(std::string(attr) + " reaches past its input");
+  return v;
+}
+
+// The operand's strides for the kernel's four dims [B1, B2, rows, columns] (left-padded with
+// size-1 dims): 0 along batch dims of size 1 (broadcast).
+std::array<int64_t, 4> strides4(const View& v) {
+  std::array<int64_t, 4> st{0, 0, 0, 0};
+  const size_t pad = 4 - v.shape.size();
+  for (size_t i = 0; i < v.shape.size(); ++i) st[pad + i] = v.shape[i] == 1 && pad + i < 2 ? 0 : v.strides[i];
+  return st;
 }
 
 // Y's shape before the output's y_perm.
@@ -62,10 +97,8 @@ Shape logical_output(OpContext& ctx) {
   for (int i = 0; i < 3; ++i)
     if (!is_float(ctx.in_type(i)) || ctx.in_type(i) != ctx.in_type(0))
       ctx.fail("Q, Kt and V must be floating-point tensors of one type");
-  for (int i = 0; i < 3; ++i)
-    if (ctx.in_shape(i).size() < 2 || ctx.in_shape(i).size() > 4) ctx.fail("Q, Kt and V must have rank 2 to 4");
-  const Shape q = operand_shape(ctx, 0, "q_perm"), k = operand_shape(ctx, 1, "kt_perm"),
-              v = operand_shape(ctx, 2, "v_perm");
+  const Shape q = operand_view(ctx, 0, "q_view").shape, k = operand_view(ctx, 1, "kt_view").shape,
+              v = operand_view(ctx, 2, "v_view").shape;
   if (q.back() != k[k.size() - 2] || k.back() != v[v.size() - 2])
     ctx.fail("shapes do not chain: Q " + shape_to_string(q) + ", Kt " + shape_to_string(k) + ", V " +
              shape_to_string(v));
@@ -89,18 +122,6 @@ void attention_infer(OpContext& ctx) {
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
-// Element strides of an operand's four dims [B1, B2, rows, columns] (left-padded with broadcast
-// dims) when it is Transpose(source, perm) of a contiguous `source`: 0 along the batch dims where
-// it broadcasts (size 1).
-std::array<int64_t, 4> operand_strides(const Shape& source, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> cs(source.size(), 1);
-  for (size_t d = source.size(); d-- > 1;) cs[d - 1] = cs[d] * source[d];
-  std::array<int64_t, 4> st{0, 0, 0, 0};
-  const size_t pad = 4 - perm.size();
-  for (size_t i = 0; i < perm.size(); ++i) st[pad + i] = source[perm[i]] == 1 && pad + i < 2 ? 0 : cs[perm[i]];
-  return st;
-}
-
 // The output's strides for Y's four dims when the output is Transpose(Y, y_perm): Y's axis i is the
 // output's axis j where y_perm[j] == i.
 std::array<int64_t, 4> output_strides(const Shape& out, const std::vector<int64_t>& perm) {
@@ -122,14 +143,13 @@ void attention_build(BuildContext& ctx) {
   if ((st != DType::Float32 && st != DType::Float16) || ctx.output(0).dtype != st)
     ctx.unsupported("float32 or float16 storage only");
   const Node& n = ctx.node();
-  const Shape q = operand_shape(ctx, 0, "q_perm"), k = operand_shape(ctx, 1, "kt_perm");
+  const View qv = operand_view(ctx, 0, "q_view"), kv = operand_view(ctx, 1, "kt_view"), vv = operand_view(ctx, 2, "v_view");
   const Shape y = logical_output(ctx);
   const Shape ob = batch_of(y);
-  const int64_t M = q[q.size() - 2], D = q.back(), N = k.back(), DV = y.back();
-  const auto qs = operand_strides(ctx.in_shape(0), perm_of(n, "q_perm", ctx.in_shape(0).size()));
-  const auto ks = operand_strides(ctx.in_shape(1), perm_of(n, "kt_perm", ctx.in_shape(1).size()));
-  const auto vs = operand_strides(ctx.in_shape(2), perm_of(n, "v_perm", ctx.in_shape(2).size()));
+  const int64_t M = qv.shape[qv.shape.size() - 2], D = qv.shape.back(), N = kv.shape.back(), DV = y.back();
+  const auto qs = strides4(qv), ks = strides4(kv), vs = strides4(vv);
   const auto ys = output_strides(ctx.out_shape(0), perm_of(n, "y_perm", y.size()));
+  if (vs[3] != 1) ctx.fail("V's rows must be contiguous");
   const std::string mask = n.attr_string("mask", "");
   int64_t ms[4] = {0, 0, 0, 0};
   if (!mask.empty()) {
@@ -157,22 +177,35 @@ void attention_build(BuildContext& ctx) {
   // decoder's [4, 64, 64] attention 33 -> 28 us, minima on PoCL, 2-core EPYC); elsewhere a row each.
   const int64_t rb = ctx.caps().cpu_shaped() ? 4 : 1, blocks = (M + rb - 1) / rb;
   opts += " -DRB=" + std::to_string(rb);
-  const Operand scores = ctx.workspace(DType::Float32, {ob[0] * ob[1] * blocks * rb, N});
+  // Keys that are not contiguous along N (K's rows transposed by a view) are gathered into each
+  // work-item's scratch first.
+  const bool gather = ks[3] != 1;
+  if (gather) opts += " -DKT_GATHER";
+  // A work-item takes one row block, or with gathered keys (copied once per work-item) as many
+  // as leave two work-items per compute unit: a GPT-style decoder's attention 55 -> .. us.
+  int64_t groups = blocks;
+  if (gather) {
+    const int64_t heads = ob[0] * ob[1], want = 2 * static_cast<int64_t>(std::max<uint32_t>(1, ctx.caps().compute_units));
+    groups = std::clamp<int64_t>((want + heads - 1) / heads, 1, blocks);
+  }
+  const int64_t bpg = (blocks + groups - 1) / groups;
+  groups = (blocks + bpg - 1) / bpg;
+  const Operand scores = ctx.workspace(DType::Float32, {ob[0] * ob[1] * groups * (rb + (gather ? D : 0)), N});
   cl_mem mask_buf = mask.empty() ? ctx.in_buf(0) : ctx.in_buf(3);
   ctx.launch("attention", "attention_rows", opts,
-             {static_cast<size_t>(blocks), static_cast<size_t>(ob[1]), static_cast<size_t>(ob[0])},
+             {static_cast<size_t>(groups), static_cast<size_t>(ob[1]), static_cast<size_t>(ob[0])},
              ctx.caps().cpu_shaped() ? std::vector<size_t>{1, 1, 1} : std::vector<size_t>{},
-             ctx.in_buf(0), ctx.in_buf(1), ctx.in_buf(2), mask_buf, ctx.out_buf(0), scores.mem, M, N, D, DV, qs[0],
-             qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], ys[0], ys[1], ys[2], ms[0], ms[1], ms[2], ms[3],
-             scale, n.attr_float("fill", 0.0f));
+             ctx.in_buf(0), ctx.in_buf(1), ctx.in_buf(2), mask_buf, ctx.out_buf(0), scores.mem, M, N, D, DV, qv.offset,
+             qs[0], qs[1], qs[2], qs[3], kv.offset, ks[0], ks[1], ks[2], ks[3], vv.offset, vs[0], vs[1], vs[2], ys[0],
+             ys[1], ys[2], ms[0], ms[1], ms[2], ms[3], scale, n.attr_float("fill", 0.0f), bpg);
 }
 
 double attention_flops(const OpContext& ctx) {
   const Shape& y = ctx.out_shape(0);
-  const Shape& q = ctx.in_shape(0);
   const double rows = static_cast<double>(numel(y) / y.back());
-  const double N = static_cast<double>(ctx.in_shape(1).back());
-  return rows * N * (2.0 * static_cast<double>(q.back()) + 2.0 * static_cast<double>(y.back()) + 5.0);
+  const double D = static_cast<double>(operand_view(ctx, 0, "q_view").shape.back());
+  const double N = static_cast<double>(operand_view(ctx, 1, "kt_view").shape.back());
+  return rows * N * (2.0 * D + 2.0 * static_cast<double>(y.back()) + 5.0);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ struct EnvVar {
 TEST(KeepWarm, CountPerLaunch) {
   unsetenv("OCL_INFER_KEEP_WARM");
   std::string why;
-  EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 2, &why), 6);
+  EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 2, &why), 12);
   EXPECT_EQ(why, "default for this device type");
   EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 1, nullptr), 0);    // one worker: nobody sleeps while another works
   EXPECT_EQ(oi::KeepWarm::resolve(-1, false, 64, nullptr), 0);  // GPUs schedule work-groups in hardware
@@ -41,7 +41,7 @@ TEST(KeepWarm, CountPerLaunch) {
   }
   for (const char* bad : {"x", "-1", "3 ", "1.5"}) {
     EnvVar e("OCL_INFER_KEEP_WARM", bad);
-    EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 4, &why), 6) << bad;
+    EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 4, &why), 12) << bad;
     EXPECT_NE(why.find("is not a count"), std::string::npos) << bad;
   }
 }

@@ -30,7 +30,12 @@ int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, st
   } else {
     say("default for this device type");
   }
-  return cpu_device && compute_units >= 2 ? 6 : 0;
+  // 12 (6 before 2026-12-05): a GPT-style decoder's 18 short kernels (2-20 us) ran at a median of
+  // 0.41-0.46 ms with 6 markers, 0.34-0.35 with none and 0.31-0.32 with 8-16, where each marker
+  // took longer than the Zen 5 machine's 0.7 us and 6 ran out before the next kernel came; CNNs
+  // (mobilenet_v2, squeezenet1_1, EfficientNet-Lite0) and a BERT-like encoder within noise of 6
+  // (2-core AMD EPYC Zen 3, PoCL 3.1).
+  return cpu_device && compute_units >= 2 ? 12 : 0;
 }
 
 KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch) : per_launch_(std::max(markers_per_launch, 0)) {

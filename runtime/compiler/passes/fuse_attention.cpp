@@ -9,6 +9,8 @@
 // Fused only when each intermediate is read by the next node alone, shapes are known, every float
 // operand is float32, S has at most two batch dims, the mask broadcasts into S without widening it,
 // and V does not widen the batch.
+#include <algorithm>
+
 #include "ops/core/op_def.hpp"
 #include "runtime/compiler/optimizer.hpp"
 #include "runtime/ir/host_math.hpp"
@@ -175,6 +177,109 @@ bool row_keeping_transpose(const Graph& g, int ti) {
          row_keeping_perm(t.attr_ints("perm", {}), g.values[t.inputs[0]].shape.size());
 }
 
+// An operand as a strided view of another value: what the Split, Reshape and Transpose that cut a
+// fused QKV projection into heads make, read in place.
+struct View {
+  int source = -1;
+  int64_t offset = 0;
+  Shape shape;
+  std::vector<int64_t> strides;
+  std::vector<int> nodes;  // the nodes walked through, nearest the source first
+};
+
+View contiguous(const Graph& g, int v) {
+  View r;
+  r.source = v;
+  r.shape = g.values[v].shape;
+  r.strides.assign(r.shape.size(), 1);
+  for (size_t d = r.shape.size(); d-- > 1;) r.strides[d - 1] = r.strides[d] * r.shape[d];
+  return r;
+}
+
+// Strides for `nd` when a view of shape `od` and strides `os` is reshaped without a copy: each
+// group of old dims that multiplies to a group of new dims must be contiguous within itself.
+bool reshape_strides(const Shape& od, const std::vector<int64_t>& os, const Shape& nd, std::vector<int64_t>* ns) {
+  Shape dims;
+  std::vector<int64_t> st;
+  for (size_t i = 0; i < od.size(); ++i)
+    if (od[i] != 1) dims.push_back(od[i]), st.push_back(os[i]);
+  ns->assign(nd.size(), 0);
+  size_t oi = 0, ni = 0;
+  while (ni < nd.size() && oi < dims.size()) {
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t np = nd[ni], op = dims[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj == nd.size()) return false;
+        np *= nd[nj++];
+      } else {
+        if (oj == dims.size()) return false;
+        op *= dims[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (st[k] != dims[k + 1] * st[k + 1]) return false;
+    (*ns)[nj - 1] = st[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) (*ns)[k - 1] = (*ns)[k] * nd[k];
+    ni = nj;
+    oi = oj;
+  }
+  for (size_t k = ni; k < nd.size(); ++k)
+    if (nd[k] != 1) return false;
+  return oi == dims.size();
+}
+
+// `v` as read by node `reader`: back through Transpose, Reshape-like views and Split outputs while
+// each value is read by the next node alone; where a step cannot be a view, `v` itself.
+View view_of(const Graph& g, int v, int reader) {
+  View here = contiguous(g, v);
+  const int pi = g.values[v].producer;
+  if (pi < 0 || g.sole_reader(v) != reader || !is_f32(g, v)) return here;
+  const Node& n = g.nodes[pi];
+  if (n.removed || !n.domain.empty() || !n.epilogue.empty() || n.inputs.empty() || !is_f32(g, n.inputs[0]))
+    return here;
+  const Shape& out = g.values[v].shape;
+  View r = view_of(g, n.inputs[0], pi);
+  if (r.shape != g.values[n.inputs[0]].shape) return here;
+  if (n.op_type == "Transpose" && n.outputs.size() == 1) {
+    std::vector<int64_t> perm = n.attr_ints("perm", {});
+    if (perm.empty())
+      for (size_t i = r.shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    if (perm.size() != r.shape.size()) return here;
+    Shape sh;
+    std::vector<int64_t> st;
+    for (int64_t a : perm) {
+      if (a < 0 || a >= static_cast<int64_t>(r.shape.size())) return here;
+      sh.push_back(r.shape[a]), st.push_back(r.strides[a]);
+    }
+    if (sh != out) return here;
+    r.shape = sh, r.strides = st;
+  } else if ((n.op_type == "Reshape" || n.op_type == "Flatten" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze") &&
+             n.outputs.size() == 1) {
+    std::vector<int64_t> st;
+    if (numel(out) != numel(r.shape) || !reshape_strides(r.shape, r.strides, out, &st)) return here;
+    r.shape = out, r.strides = st;
+  } else if (n.op_type == "Split") {
+    int64_t axis = n.attr_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(r.shape.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(r.shape.size()) || out.size() != r.shape.size()) return here;
+    int64_t start = 0;
+    size_t j = 0;
+    for (; j < n.outputs.size() && n.outputs[j] != v; ++j) {
+      if (n.outputs[j] < 0 || !g.values[n.outputs[j]].shape_known) return here;
+      start += g.values[n.outputs[j]].shape[axis];
+    }
+    if (j == n.outputs.size()) return here;
+    r.offset += start * r.strides[axis];
+    r.shape[axis] = out[axis];
+    if (r.shape != out) return here;
+  } else {
+    return here;
+  }
+  r.nodes.push_back(pi);
+  return r;
+}
+
 Attribute attr_float(float v) {
   Attribute a;
   a.kind = Attribute::Kind::Float;
@@ -226,14 +331,18 @@ int pass_fuse_attention(Graph& g, std::string* detail) {
     // Transposes of Q, Kt, V and Y that keep rows contiguous (attention heads split off and
     // merged back) become strides of the kernel's operands.
     std::vector<int> chain;
-    const char* perm_attrs[3] = {"q_perm", "kt_perm", "v_perm"};
+    const char* view_attrs[3] = {"q_view", "kt_view", "v_view"};
     const int readers[3] = {c.mm1, c.mm1, c.mm2};
+    std::vector<int> splits;
     for (int i = 0; i < 3; ++i) {
-      const int t = g.values[f.inputs[i]].producer;
-      if (t < 0 || g.sole_reader(f.inputs[i]) != readers[i] || !row_keeping_transpose(g, t)) continue;
-      f.attrs[perm_attrs[i]] = attr_ints(g.nodes[t].attr_ints("perm", {}));
-      f.inputs[i] = g.nodes[t].inputs[0];
-      chain.push_back(t);
+      const View vw = view_of(g, f.inputs[i], readers[i]);
+      if (vw.nodes.empty() || (i == 2 && vw.strides.back() != 1)) continue;  // V's rows contiguous
+      std::vector<int64_t> a{vw.offset, static_cast<int64_t>(vw.shape.size())};
+      a.insert(a.end(), vw.shape.begin(), vw.shape.end());
+      a.insert(a.end(), vw.strides.begin(), vw.strides.end());
+      f.attrs[view_attrs[i]] = attr_ints(a);
+      f.inputs[i] = vw.source;
+      for (int t : vw.nodes) (g.nodes[t].op_type == "Split" ? splits : chain).push_back(t);
     }
     chain.push_back(c.mm1);
     chain.insert(chain.end(), c.stages.begin(), c.stages.end());
@@ -248,9 +357,20 @@ int pass_fuse_attention(Graph& g, std::string* detail) {
       place = yt;
     }
     for (int n : chain) absorb(f, g.nodes[n]);
-    f.covers.erase(f.covers.begin());  // absorb() seeded it with the new node itself
     const int y = f.outputs[0];
     for (int n : chain) g.nodes[n].removed = true;
+    // A Split goes when none of its outputs is read any more (all of them were views of this
+    // node's operands); otherwise it stays and the views read its input.
+    std::sort(splits.begin(), splits.end());
+    splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+    for (int sp : splits) {
+      bool read = false;
+      for (int o : g.nodes[sp].outputs) read |= o >= 0 && g.is_read(o);
+      if (read) continue;
+      absorb(f, g.nodes[sp]);
+      g.nodes[sp].removed = true;
+    }
+    f.covers.erase(f.covers.begin());  // absorb() seeded it with the new node itself
     // The new node takes the last node's place, after everything its inputs need.
     g.nodes[place] = std::move(f);
     g.values[y].producer = place;
