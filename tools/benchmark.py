@@ -36,7 +36,10 @@ the background processes those runs start (compile helpers, the binary store of 
 starts; --no-prime skips this), so that the rounds measure warm caches on quiet cores.
 --fp16 adds `--precision fp16`; --int8 runs int8/NAME.qdq.onnx in both runtimes; --process times
 whole warm `ocl-infer MODEL --input ...` processes against a new onnxruntime session plus its first
-run (the median of three of each per round); --readme FILE writes the summary table between FILE's benchmark markers.
+run, both in the benchmark's own process (ORT already set up by earlier sessions) and in a new
+Python process after `import onnxruntime` (its first session, which pays ORT's one-time set-up as
+an ocl-infer process pays the OpenCL driver's; Python's start-up and the import not counted), the
+median of three of each per round; --readme FILE writes the summary table between FILE's benchmark markers.
 
 The latency runs are interleaved so that both runtimes see the same machine conditions: each of
 R rounds runs every model once with each of the three configurations, rotating their order from
@@ -217,6 +220,23 @@ def int8_companion(path: str) -> str:
     return candidate if os.path.exists(candidate) else None
 
 
+# Run by Model.time_ort_new_process: argv = model, intra-op threads, then input name / .npy pairs.
+ORT_NEW_PROCESS = r"""
+import sys, time
+import numpy as np
+import onnxruntime
+path, threads = sys.argv[1], int(sys.argv[2])
+feeds = {sys.argv[i]: np.load(sys.argv[i + 1]) for i in range(3, len(sys.argv), 2)}
+start = time.perf_counter()
+options = onnxruntime.SessionOptions()
+if threads:
+    options.intra_op_num_threads = threads
+session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+session.run(None, feeds)
+print((time.perf_counter() - start) * 1000.0)
+"""
+
+
 class Model:
     """One model under test: its onnxruntime session and the input both runtimes get."""
 
@@ -254,6 +274,14 @@ class Model:
         session = ort_session(self.path, self.ort_threads)
         session.run(None, self.feeds)
         return (time.perf_counter() - start) * 1000.0
+
+    def time_ort_new_process(self) -> float:
+        """ms for a new InferenceSession and its first run in a new Python process, timed inside
+        it after `import onnxruntime` (the interpreter's start-up and the import not counted)."""
+        feeds = [x for name, path in self.input_paths.items() for x in (name, path)]
+        done = subprocess.run([sys.executable, "-c", ORT_NEW_PROCESS, self.path, str(self.ort_threads)] + feeds,
+                              capture_output=True, text=True, timeout=600, check=True)
+        return float(done.stdout.strip().splitlines()[-1])
 
     def time_ort(self, iterations: int, warmup: int) -> list:
         feeds = self.feeds
@@ -349,6 +377,8 @@ def measure(args, models: list, tmp_dir: str) -> list:
                 if model is not None:
                     configurations.append(("ort_process", lambda: [statistics.median(
                         model.time_ort_process() for _ in range(3))]))
+                    configurations.append(("ort_new_process", lambda: [statistics.median(
+                        model.time_ort_new_process() for _ in range(3))]))
             shift = round_index % len(configurations)
             record = {}
             for key, function in configurations[shift:] + configurations[:shift]:
@@ -551,13 +581,14 @@ def summarize(entry: dict) -> dict:
     s["tune_s"] = entry.get("tune_s")
     s["ocl_cold_workers_ms"], s["ocl_cold_workers_min_ms"] = latency("ocl_cold_workers") \
         if entry["rounds"] and "ocl_cold_workers" in entry["rounds"][0] else (None, None)
-    for key in ("ocl_fp16", "ort_int8", "ocl_int8", "ocl_process", "ort_process"):
+    for key in ("ocl_fp16", "ort_int8", "ocl_int8", "ocl_process", "ort_process", "ort_new_process"):
         s[key + "_ms"], s[key + "_min_ms"] = latency(key) \
             if any(key in record for record in entry["rounds"]) else (None, None)
     s["fp16_round_ratio"] = round_ratio("ocl_fp16", "ocl")
     s["int8_round_ratio"] = round_ratio("ocl_int8", "ocl")
     s["int8_ort_round_ratio"] = round_ratio("ocl_int8", "ort_int8")
     s["process_round_ratio"] = round_ratio("ocl_process", "ort_process")
+    s["process_new_round_ratio"] = round_ratio("ocl_process", "ort_new_process")
     for key in ("check_fp16", "check_int8"):
         outcome = entry.get(key, {})
         s[key] = outcome.get("result", {}).get("max_abs_error")
@@ -634,12 +665,13 @@ def render_glance(summaries: list, meta: dict) -> str:
         f"`{meta['command']}`. Ratios are medians of per-round ratios (below 1: ocl-infer ahead).",
         "",
         "| model | steady state ms: ocl-infer / ORT | fp16 ÷ fp32 | int8 ÷ fp32 | int8: ocl-infer / ORT int8 ms "
-        "| warm process ms: ocl-infer / ORT session + first run | first run, empty caches s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| warm process ms: ocl-infer / ORT session + first run | ORT session + first run in a new process ms "
+        "| first run, empty caches s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for s in summaries:
         if "model" in s["errors"]:
-            lines.append(f"| {s['model']} | {cell_error(s['errors']['model'])} |" + " |" * 5)
+            lines.append(f"| {s['model']} | {cell_error(s['errors']['model'])} |" + " |" * 6)
             continue
         steady = pair(s.get("ocl_ms"), s.get("ort_ms"), s.get("ocl_round_ratio"))
         if s.get("ocl_ms") is None and "ocl" in s["errors"]:
@@ -648,13 +680,16 @@ def render_glance(summaries: list, meta: dict) -> str:
         int8 = fmt(s.get("int8_round_ratio"), 2, "×")
         int8_ort = pair(s.get("ocl_int8_ms"), s.get("ort_int8_ms"), s.get("int8_ort_round_ratio"))
         process = pair(s.get("ocl_process_ms"), s.get("ort_process_ms"), s.get("process_round_ratio"))
+        new_process = "–" if s.get("ort_new_process_ms") is None else fmt(s["ort_new_process_ms"]) + (
+            f" ({s['process_new_round_ratio']:.2f}×)" if s.get("process_new_round_ratio") else "")
         cold = s.get("cold_process_ms")
-        lines.append(f"| {s['model']} | {steady} | {fp16} | {int8} | {int8_ort} | {process} "
+        lines.append(f"| {s['model']} | {steady} | {fp16} | {int8} | {int8_ort} | {process} | {new_process} "
                      f"| {fmt(cold / 1000.0 if cold else None, 2)} |")
     means = []
     for label, key in (("steady state", "ocl_round_ratio"), ("fp16/fp32", "fp16_round_ratio"),
                        ("int8/fp32", "int8_round_ratio"), ("int8/ORT int8", "int8_ort_round_ratio"),
-                       ("warm process", "process_round_ratio")):
+                       ("warm process", "process_round_ratio"),
+                       ("warm process vs ORT in a new process", "process_new_round_ratio")):
         values = [s.get(key) for s in summaries if s.get(key)]
         if values:
             means.append(f"{label} {gmean(values):.2f}× ({len(values)} models)")
