@@ -103,7 +103,7 @@ for p in $precisions; do
 done
 suites=${OCLGRIND_SUITES:-$all_suites}
 for s in $suites; do check "$s" "$build/tests/$s"; done
-# The fused attention kernel (about 30 s; in the full run test_gemm has it too).
+# The fused attention kernel (about 15 s alone; in the full run test_gemm has it too).
 [ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ] && check "attention" "$build/tests/test_gemm" --gtest_filter='Attention.*'
 # The integer kernels (quantization ops against their references, the madd convs in their
 # OpenCL C form; about 35 s). (Not the VNNI conv and matmul tests: oclgrind never offers VNNI,
