@@ -114,6 +114,17 @@ Shape logical_output(OpContext& ctx) {
 }
 
 void attention_infer(OpContext& ctx) {
+  // The mask: a fourth input of Q's type to add, or a bool condition for a fill; none without it.
+  const std::string mask = ctx.node().attr_string("mask", "");
+  if (mask.empty()) {
+    if (ctx.has_input(3)) ctx.fail("a fourth input needs the mask attribute (add, fill_true or fill_false)");
+  } else {
+    if (mask != "add" && mask != "fill_true" && mask != "fill_false")
+      ctx.fail("unknown mask kind '" + mask + "' (add, fill_true or fill_false)");
+    if (!ctx.has_input(3)) ctx.fail("mask '" + mask + "' needs the mask as a fourth input");
+    if (mask == "add" ? ctx.in_type(3) != ctx.in_type(0) : ctx.in_type(3) != DType::Bool)
+      ctx.fail(mask == "add" ? "an added mask must have Q's type" : "a fill mask's condition must be bool");
+  }
   const Shape y = logical_output(ctx);
   const std::vector<int64_t> p = perm_of(ctx.node(), "y_perm", y.size());
   if (!row_keeping_perm(p, y.size())) ctx.fail("y_perm must permute Y's axes and keep the last last");
@@ -171,7 +182,6 @@ void attention_build(BuildContext& ctx) {
   if (mask == "add") opts += " -DMASK_ADD";
   else if (mask == "fill_true") opts += " -DMASK_FILL_TRUE";
   else if (mask == "fill_false") opts += " -DMASK_FILL_FALSE";
-  else if (!mask.empty()) ctx.fail("unknown mask kind '" + mask + "'");
   if (!mask.empty() && n.attr_int("mask_first", 0)) opts += " -DMASK_FIRST";
   // CPU devices: four query rows a work-item share each key and value vector (a GPT-style
   // decoder's [4, 64, 64] attention 33 -> 28 us, minima on PoCL, 2-core EPYC); elsewhere a row each.

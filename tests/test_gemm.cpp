@@ -462,6 +462,68 @@ TEST(Attention, FusedMatchesReferenceAndUnfused) {
   }
 }
 
+// A FusedAttention node written into a model by hand (domain ai.ocl_infer) is checked like any
+// other op: a plain one computes attention; a mask of the wrong type, a missing mask input, an
+// unknown mask kind or a view past its input is a ModelError naming the problem.
+TEST(Attention, HandWrittenNodeIsChecked) {
+  std::mt19937 rng(37);
+  const Shape qs{1, 2, 3, 4}, ks{1, 2, 4, 5}, vs{1, 2, 5, 6};
+  const Tensor q = random_tensor(qs, rng), kt = random_tensor(ks, rng), v = random_tensor(vs, rng);
+  struct Bad {
+    std::string mask;          // the mask attribute ("" for none)
+    DType mask_type;           // the fourth input's type (Undefined: no fourth input)
+    std::vector<int64_t> q_view;
+    std::string error;         // "" for a valid node
+  };
+  const Bad cases[] = {
+      {"", DType::Undefined, {}, ""},
+      {"add", DType::Bool, {}, "Q's type"},
+      {"fill_true", DType::Float32, {}, "must be bool"},
+      {"add", DType::Undefined, {}, "fourth input"},
+      {"", DType::Float32, {}, "needs the mask attribute"},
+      {"multiply", DType::Float32, {}, "unknown mask kind"},
+      {"", DType::Undefined, {1, 4, 1, 2, 3, 4, 24, 12, 4, 1}, "reaches past"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.mask + " / " + c.error);
+    ModelBuilder m;
+    auto* os = m.proto().add_opset_import();
+    os->set_domain("ai.ocl_infer");
+    os->set_version(1);
+    m.input("q", DType::Float32, qs).input("kt", DType::Float32, ks).input("v", DType::Float32, vs).output("y");
+    std::map<std::string, Tensor> feeds{{"q", q}, {"kt", kt}, {"v", v}};
+    std::vector<std::string> ins{"q", "kt", "v"};
+    if (c.mask_type != DType::Undefined) {
+      Tensor mk(c.mask_type, {1, 1, 3, 5});
+      std::memset(mk.bytes.data(), 0, mk.bytes.size());
+      m.input("mask", c.mask_type, mk.shape);
+      feeds["mask"] = mk;
+      ins.push_back("mask");
+    }
+    auto& n = m.node("FusedAttention", ins, {"y"});
+    n.set_domain("ai.ocl_infer");
+    if (!c.mask.empty()) {
+      auto* a = n.add_attribute();
+      a->set_name("mask");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(c.mask);
+    }
+    if (!c.q_view.empty()) attr_ints(n, "q_view", c.q_view);
+    if (c.error.empty()) {
+      const AttnCase ref_case{"plain", 17, qs, ks, vs, "", "", {}, false, false, true};
+      EXPECT_LE(rel_error(run_model(m, feeds).at("y"), attention_reference(ref_case, q, kt, v, nullptr, 1.0f, 0.0f)),
+                1e-5);
+      continue;
+    }
+    try {
+      run_model(m, feeds);
+      ADD_FAILURE() << "expected a ModelError about: " << c.error;
+    } catch (const ocl_infer::ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(MatMul, InnerDimensionMismatchIsAModelError) {
   ModelBuilder m;
   m.input("a", DType::Float32, {3, 4}).input("b", DType::Float32, {5, 6}).output("y");
