@@ -8,9 +8,11 @@
 // Tiles are numbered p = (n * TH + ty) * TWP + tx, with each tile row padded to TWP tiles (a
 // multiple of TV): the padding tiles read zeros, are multiplied like the others and never stored.
 //
-// winograd_input: V[xi][c][p] for TV neighbouring tiles of one tile row and one channel per
-// work-item, as vectors along the tiles (the even and odd input columns of a row segment), stored
-// as whole vectors.
+// winograd_input: V[xi][c][p] for one tile row of one channel per work-item, TV neighbouring
+// tiles at a time as vectors along the tiles (the even and odd input columns of a row segment),
+// stored as whole vectors. (TV tiles per work-item had made 12,544 one-work-item groups of
+// resnet18's first 3x3 convs, whose quarter-line stores neighbouring groups shared: the
+// transforms of resnet18 summed 3.33 -> 2.74 ms with a row per work-item, Xeon AVX-512.)
 // winograd_output: y = act(A^T M A + bias + residual) for one tile and MV output channels per
 // work-item, as vectors along the channels (M's rows are contiguous in m); tiles that stick out
 // past the output's last row or column store only what is inside.
@@ -40,57 +42,60 @@
 #define VLOAD_W CAT(vload, TV2)
 #define VSTORE_T CAT(vstore, TV)
 
-// x: [N][C][H][W]; V: [16][C][Pp] from element v_off. Global: (TWP / TV, TH, N * C); tile (ty, tx) reads input rows
+// x: [N][C][H][W]; V: [16][C][Pp] from element v_off. Global: (TH, N * C); tile (ty, tx) reads input rows
 // 2*ty - pad_t .. +3 and columns 2*tx - pad_l .. +3.
 __kernel void winograd_input(__global const STORE_TYPE(XS)* restrict x, __global float* restrict V, long v_off, int C,
                              int H, int W, int TH, int TWP, int pad_t, int pad_l, int Pp) {
-  const int tx0 = get_global_id(0) * TV, ty = get_global_id(1), nc = get_global_id(2);
+  const int ty = get_global_id(0), nc = get_global_id(1);
   const int n = nc / C, c = nc % C;
-  const int y0 = ty * 2 - pad_t, x0 = tx0 * 2 - pad_l;
+  const int y0 = ty * 2 - pad_t;
   const __global STORE_TYPE(XS)* plane = x + (long)nc * H * W;
-  const bool inside = x0 >= 0 && x0 + TV2 + 2 <= W;
-  // d[i][j]: input row y0+i, column x0 + 2*t + j for the TV tiles t.
-  tvec d[4][4];
+  for (int tx0 = 0; tx0 < TWP; tx0 += TV) {
+    const int x0 = tx0 * 2 - pad_l;
+    const bool inside = x0 >= 0 && x0 + TV2 + 2 <= W;
+    // d[i][j]: input row y0+i, column x0 + 2*t + j for the TV tiles t.
+    tvec d[4][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int iy = y0 + i;
-    float row[TV2 + 2];
-    if (iy < 0 || iy >= H) {
+    for (int i = 0; i < 4; ++i) {
+      const int iy = y0 + i;
+      float row[TV2 + 2];
+      if (iy < 0 || iy >= H) {
 #pragma unroll
-      for (int j = 0; j < TV2 + 2; ++j) row[j] = 0.0f;
-    } else if (inside) {
-      const __global STORE_TYPE(XS)* r = plane + (long)iy * W + x0;
-      CAT(vstore, TV2)(LDN(XS, TV2, r, 0), 0, row);
-      row[TV2] = LD(XS, r, TV2);
-      row[TV2 + 1] = LD(XS, r, TV2 + 1);
-    } else {
-      const __global STORE_TYPE(XS)* r = plane + (long)iy * W;
+        for (int j = 0; j < TV2 + 2; ++j) row[j] = 0.0f;
+      } else if (inside) {
+        const __global STORE_TYPE(XS)* r = plane + (long)iy * W + x0;
+        CAT(vstore, TV2)(LDN(XS, TV2, r, 0), 0, row);
+        row[TV2] = LD(XS, r, TV2);
+        row[TV2 + 1] = LD(XS, r, TV2 + 1);
+      } else {
+        const __global STORE_TYPE(XS)* r = plane + (long)iy * W;
 #pragma unroll
-      for (int j = 0; j < TV2 + 2; ++j) row[j] = x0 + j >= 0 && x0 + j < W ? LD(XS, r, x0 + j) : 0.0f;
+        for (int j = 0; j < TV2 + 2; ++j) row[j] = x0 + j >= 0 && x0 + j < W ? LD(XS, r, x0 + j) : 0.0f;
+      }
+      const wvec a = VLOAD_W(0, row), b = VLOAD_W(0, row + 2);
+      d[i][0] = a.even;
+      d[i][1] = a.odd;
+      d[i][2] = b.even;
+      d[i][3] = b.odd;
     }
-    const wvec a = VLOAD_W(0, row), b = VLOAD_W(0, row + 2);
-    d[i][0] = a.even;
-    d[i][1] = a.odd;
-    d[i][2] = b.even;
-    d[i][3] = b.odd;
-  }
-  // B^T d: rows (d0 - d2, d1 + d2, d2 - d1, d1 - d3); then the same on the columns.
-  tvec t4[4][4];
+    // B^T d: rows (d0 - d2, d1 + d2, d2 - d1, d1 - d3); then the same on the columns.
+    tvec t4[4][4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    t4[0][j] = d[0][j] - d[2][j];
-    t4[1][j] = d[1][j] + d[2][j];
-    t4[2][j] = d[2][j] - d[1][j];
-    t4[3][j] = d[1][j] - d[3][j];
-  }
-  const long stride = (long)Pp * C;
-  __global float* out = V + v_off + (long)c * Pp + ((long)n * TH + ty) * TWP + tx0;
+    for (int j = 0; j < 4; ++j) {
+      t4[0][j] = d[0][j] - d[2][j];
+      t4[1][j] = d[1][j] + d[2][j];
+      t4[2][j] = d[2][j] - d[1][j];
+      t4[3][j] = d[1][j] - d[3][j];
+    }
+    const long stride = (long)Pp * C;
+    __global float* out = V + v_off + (long)c * Pp + ((long)n * TH + ty) * TWP + tx0;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    VSTORE_T(t4[i][0] - t4[i][2], 0, out + (i * 4 + 0) * stride);
-    VSTORE_T(t4[i][1] + t4[i][2], 0, out + (i * 4 + 1) * stride);
-    VSTORE_T(t4[i][2] - t4[i][1], 0, out + (i * 4 + 2) * stride);
-    VSTORE_T(t4[i][1] - t4[i][3], 0, out + (i * 4 + 3) * stride);
+    for (int i = 0; i < 4; ++i) {
+      VSTORE_T(t4[i][0] - t4[i][2], 0, out + (i * 4 + 0) * stride);
+      VSTORE_T(t4[i][1] + t4[i][2], 0, out + (i * 4 + 1) * stride);
+      VSTORE_T(t4[i][2] - t4[i][1], 0, out + (i * 4 + 2) * stride);
+      VSTORE_T(t4[i][1] - t4[i][3], 0, out + (i * 4 + 3) * stride);
+    }
   }
 }
 #endif  // TV

@@ -821,8 +821,14 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
 // direct ones: 50 of resnet18's 72 MB) cost more of a warm start (their pages and transform, ~45
 // ms) than the 0.45 ms they saved per run. Not where the workspace would pass 64 MiB (large images:
 // a 1500x1500 plane of 16 -> 64 channels would take 2.9 GB; the direct conv needs none).
+//
+// Not on CPUs with 16-float vectors (AVX-512): there the direct kernel's register blocks are twice
+// as wide and won at every layer (2-core Intel Xeon AVX-512, PoCL 3.1, conv=packed against the
+// default, alternating --bench runs: resnet18 min 17.2-17.6 -> 15.3-15.4 ms, squeezenet1_1
+// 4.9 -> 4.0 ms; per conv, resnet18's at 56x56 1.04-1.10 -> 0.81-0.87 ms, 28x28 0.89-0.91 ->
+// 0.77-0.80, 14x14 0.80-0.82 -> 0.76). `ocl-infer tune` still measures it there.
 bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return c.cpu_shaped() && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100 &&
+  return c.cpu_shaped() && c.native_vector_width_float < 16 && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100 &&
          16 * winograd_tiles(d) * (d.s.C + d.s.M) * 4 <= (int64_t{64} << 20);
 }
 VariantParams winograd_defaults(const ConvDesc&, const DeviceCaps&) { return {}; }
@@ -878,7 +884,7 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
   cl_mem V = ws, Mt = ws;
   ctx.launch("conv_winograd", "winograd_input",
              "-DTV=" + std::to_string(tv) + BuildContext::storage_option("XS", ctx.input(0).dtype),
-             {static_cast<size_t>(TWP / tv), static_cast<size_t>(TH), static_cast<size_t>(N * C)}, {1, 1, 1}, a.x, V,
+             {static_cast<size_t>(TH), static_cast<size_t>(N * C)}, {1, 1}, a.x, V,
              v_off, i32(C), i32(H), i32(W), i32(TH), i32(TWP), i32(d.pb3[1]), i32(d.pb3[2]), i32(Pp));
   GemmDesc g;
   g.M = Pp;
