@@ -275,6 +275,7 @@ std::string DeviceCaps::summary() const {
   if (integer_dot_product) s += ", int dot product";
   if (x86_vnni512) s += ", x86 AVX-512 VNNI";
   if (x86_avx2) s += ", x86 AVX2";
+  if (host_l2_bytes) s += ", L2 " + std::to_string(host_l2_bytes >> 10) + " KiB per core";
   if (correct_div_sqrt) s += ", correctly rounded div/sqrt";
   s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
   return s + (cpu_shaped() ? "; CPU-shaped kernels" : "; GPU-shaped kernels where they exist");
@@ -312,6 +313,23 @@ static bool host_has_avx512_vnni() {
 static bool host_has_avx2() {
   unsigned b = 0, c = 0;
   return host_cpuid7_with_state(0x6, &b, &c) && (b & (1u << 5));
+}
+
+// The level-2 cache of cpu0 from sysfs ("2048K"), 0 where it is not there.
+static uint64_t host_l2_cache_bytes() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+    int l = 0;
+    std::string t, sz;
+    if (!(level >> l)) break;
+    if (l != 2 || !(type >> t) || t == "Instruction" || !(size >> sz)) continue;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(sz.c_str(), &end, 10);
+    const uint64_t unit = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1;
+    return v * unit;
+  }
+  return 0;
 }
 
 DeviceCaps query_caps(cl_device_id d) {
@@ -358,6 +376,7 @@ DeviceCaps query_caps(cl_device_id d) {
     const char* avx2_env = std::getenv("OCL_INFER_AVX2");
     c.x86_avx2 = pocl && c.preferred_vector_width_float >= 8 && !(avx2_env && std::string(avx2_env) == "0") &&
                  host_has_avx2();
+    if (pocl) c.host_l2_bytes = host_l2_cache_bytes();
   }
   // "OpenCL C 1.2 pocl" -> 1, 2
   const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);

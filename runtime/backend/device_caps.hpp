@@ -48,6 +48,10 @@ struct DeviceCaps {
   // The same for AVX2 (vpmaddwd on ymm registers: kernels/quant.cl, X86_MADD); OCL_INFER_AVX2=0
   // turns it off (the kernels then compute the same pairs in portable OpenCL C).
   bool x86_avx2 = false;
+  // The host CPU's level-2 cache per core in bytes, for PoCL's CPU devices (which run on this
+  // host) where Linux names it in /sys/devices/system/cpu/cpu0/cache; 0 elsewhere or unknown.
+  // OpenCL reports only the last level (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: the L3 on PoCL).
+  uint64_t host_l2_bytes = 0;
 
   bool has(const std::string& ext) const { return extensions.count(ext) != 0; }
   bool is_cpu() const { return type == DeviceClass::CPU; }
