@@ -543,16 +543,23 @@ __kernel void qconv_depthwise_padded(__global const PT* restrict Xp, __global co
 }
 #ifdef DW_ROWS
 // qconv_depthwise_rows (CPU-shaped, 2-D): no padded copy in global memory. A work-item keeps the
-// input rows its output rows read as floats (x - x_zero, 0 in the padding) in a ring of RING rows
-// of PW floats in private memory: each input row is converted once per band (SH rows per output
+// input rows its output rows read as floats (x - x_zero, 0 in the padding) in a ring of RSLOTS rows
+// of RPW floats in private memory: each input row is converted once per band (SH rows per output
 // row), and a tap is one vector load from the ring and one FMA. The padded copy had cost as much
 // as the conv itself (mobilenet_v2: 0.8 of 1.9 ms). IN_W, OUT_W, PAD_W compiled in; a work-item
 // computes `rows` output rows of `chans` planes. Global: (ceil(OH / rows), ceil(N*C / chans)).
 #define NBLK ((OUT_W + OWB - 1) / OWB)
 #define PW (NBLK * OWB * SW + (KW - 1) * DW)
 #define RING ((KH - 1) * DH + 1)
-// Ring slot of input row ih (ih >= -pad_h): RING consecutive rows take RING distinct slots.
-#define DW_SLOT(ih) (((ih) + pad_h) % RING)
+// The ring holds RSLOTS rows: an output row's RING and the next two output rows' new ones, which
+// are converted before the current row's taps read the ring. Converted just before their first
+// read (a row filled, then read at once), the taps' vector loads found the row's stores still in
+// the store buffer across their addresses and waited for them at every tap: mobilenet_v2's 17
+// 8-bit depthwise convs 2.46 -> 1.64 ms summed with two rows ahead, 1.77 with one (Intel Xeon,
+// AVX-512, PoCL 3.1; 7x7 to 14x14 planes had run 7-10x the float32 kernel's time).
+// Ring slot of input row ih (ih >= -pad_h): RSLOTS consecutive rows take RSLOTS distinct slots.
+#define RSLOTS (RING + 2 * SH)
+#define DW_SLOT(ih) (((ih) + pad_h) % RSLOTS)
 // A row is converted 16 values at a time (CPY_W values, over-reading past the row where the
 // buffer goes on: the next row's values land in the right padding, which is zeroed after); a
 // ring row holds RPW floats so that those stores stay inside it. Converting element by element
@@ -590,7 +597,7 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
   const int oh_end = min(OH, oh0 + rows), nc_end = min(planes, nc0 + chans);
   const float x_zero = (float)xz[0];
   OUT_PARAMS
-  float ring[RING * RPW];
+  float ring[RSLOTS * RPW];
   const long buffer_end = (long)planes * H * IN_W;  // the input's values
   for (int nc = nc0; nc < nc_end; ++nc) {
     const int c = nc % C;
@@ -599,9 +606,10 @@ __kernel void qconv_depthwise_rows(__global const XT* restrict X, __global const
     int next = oh0 * SH - pad_h;  // the first input row not yet in the ring
     for (int oh = oh0; oh < oh_end; ++oh) {
       const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;
-      for (int ih = max(next, first); ih <= last; ++ih)
+      const int ahead = last + SH * min(2, oh_end - 1 - oh);
+      for (int ih = max(next, first); ih <= ahead; ++ih)
         dw_ring_row(ring + DW_SLOT(ih) * RPW, x, ih, H, x_zero, ((long)nc * H + ih) * IN_W + CPY_W <= buffer_end);
-      next = last + 1;
+      next = ahead + 1;
       __global YT* yrow = Y + (long)nc * OH * OUT_W + (long)oh * OUT_W;
 #pragma unroll
       for (int j = 0; j < NBLK; ++j) {

@@ -536,9 +536,10 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
       break;
     }
   const int64_t blocks = (d.out3[2] + owb - 1) / owb;
-  // RING rows of RPW floats (kernels/quant.cl): a row's window, or its 16-value copy where longer.
+  // RSLOTS rows of RPW floats (kernels/quant.cl): the window's rows and two output rows' more; a
+  // row's window, or its 16-value copy where longer.
   const int64_t ring_row = std::max(blocks * owb * d.st3[2] + (d.k3[2] - 1) * d.d3[2], d.pb3[2] + (d.in3[2] + 15) / 16 * 16);
-  const int64_t ring_floats = ((d.k3[1] - 1) * d.d3[1] + 1) * ring_row;
+  const int64_t ring_floats = ((d.k3[1] - 1) * d.d3[1] + 1 + 2 * d.st3[1]) * ring_row;
   if (p.at("ring") == 1 && d.st3[2] <= 2 && d.k3[0] == 1 && d.in3[0] == 1 && ring_floats <= kRingLimit) {
     // 2-D, strides 1 and 2: input rows converted to floats once into a ring in private memory
     // (kernels/quant.cl, qconv_depthwise_rows); bands of rows x a few channels per work-item.
