@@ -911,32 +911,56 @@ __kernel void qconv_vnni(GROUPED_CONV_PARAMS) { grouped_conv(GROUPED_CONV_ARGS);
 // the zero point); Wq [G][oc_blocks][C4][PWB] uints (4 signed bytes each). A work-item computes
 // PWB channels x PXV vectors of 16 pixels. Global: (oc_blocks, ceil(P / (16 * PXV)), N*G).
 #if defined(PXV) && !defined(QPAIRS)
-__kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uint* restrict Wq,
-                            __global const int* restrict wsum, __global const int* restrict bias,
-                            __global const float* xs, __global const XT* xz, __global const float* ws,
-                            __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C4,
-                            int P, int Pp, int M_g, int G, int oc_blocks) {
-  const int ob = get_global_id(0);
-  const int p0 = get_global_id(1) * (16 * PXV);
-  if (ob >= oc_blocks || p0 >= P) return;
-  const int ng = get_global_id(2);
-  const int g = ng % G, n = ng / G;
-  Xp += (long)ng * C4 * Pp + p0;
-  Wq += ((long)g * oc_blocks + ob) * C4 * PWB;
-  int16 acc[PWB * PXV];
-#pragma unroll
-  for (int i = 0; i < PWB * PXV; ++i) acc[i] = (int16)0;
-  for (int c = 0; c < C4; ++c) {
-    int16 x[PXV];
-#pragma unroll
-    for (int v = 0; v < PXV; ++v) x[v] = as_int16(vload16(v, Xp + (long)c * Pp));
-#pragma unroll
-    for (int k = 0; k < PWB; ++k) {
-      const int16 w = (int16)((int)Wq[c * PWB + k]);
-#pragma unroll
-      for (int v = 0; v < PXV; ++v) DPBUSD(acc[k * PXV + v], x[v], w);
-    }
+// With -DPW_DIRECT (qconv_vnni_pw_x) there is no packing launch: a work-item gathers its pixels'
+// input (PXV x 16 pixels of every 4-channel group, interleaved into 4-byte lanes in registers)
+// once into private memory, then computes a range of channel blocks from it (global dimension 0
+// counts those ranges). C4 <= PW_GROUPS. Lanes past C_g or P hold z, as in the packed copy.
+#ifdef PW_DIRECT
+#define PW_GROUPS 256
+#ifdef X_SIGNED
+#define PW_U16(p) convert_uint16(as_uchar16(vload16(0, p)) ^ (uchar16)0x80)
+#else
+#define PW_U16(p) convert_uint16(vload16(0, p))
+#endif
+// Channels 4*c .. 4*c+3 at pixels p .. p+15 of one image's input as 16 lanes of 4 bytes.
+// `whole`: all sixteen pixels are inside.
+static inline int16 pw_gather(const __global XT* restrict x, int c, int C_g, int P, int p, bool whole, uint z) {
+  const __global XT* xc = x + (long)(4 * c) * P + p;
+  if (whole && 4 * c + 4 <= C_g)
+    return as_int16(PW_U16(xc) | PW_U16(xc + P) << 8u | PW_U16(xc + 2 * (long)P) << 16u |
+                    PW_U16(xc + 3 * (long)P) << 24u);
+  uint t[16];
+  for (int l = 0; l < 16; ++l) {
+    uint v = 0;
+    for (int q = 0; q < 4; ++q) v |= (p + l < P && 4 * c + q < C_g ? U8(xc[(long)q * P + l]) : z) << (8u * q);
+    t[l] = v;
   }
+  return as_int16(vload16(0, t));
+}
+#endif
+
+// One block of PWB output channels for PXV x 16 pixels from p0: the sums, requantized and stored.
+// X(c, v): input group c's pixel vector v.
+#define PW_BLOCK(ob, X)                                                                                  \
+  {                                                                                                      \
+    __global const uint* wq = Wq + ((long)g * oc_blocks + (ob)) * C4 * PWB;                              \
+    int16 acc[PWB * PXV];                                                                                \
+    _Pragma("unroll") for (int i = 0; i < PWB * PXV; ++i) acc[i] = (int16)0;                             \
+    for (int c = 0; c < C4; ++c) {                                                                       \
+      int16 x[PXV];                                                                                      \
+      _Pragma("unroll") for (int v = 0; v < PXV; ++v) x[v] = X(c, v);                                    \
+      _Pragma("unroll") for (int k = 0; k < PWB; ++k) {                                                  \
+        const int16 w = (int16)((int)wq[c * PWB + k]);                                                   \
+        _Pragma("unroll") for (int v = 0; v < PXV; ++v) DPBUSD(acc[k * PXV + v], x[v], w);               \
+      }                                                                                                  \
+    }                                                                                                    \
+    pw_finish(acc, ob, g, n, p0, wsum, bias, xs, xz, ws, ys, yzp, Y, P, M_g, G);                         \
+  }
+
+static inline void pw_finish(const int16* acc, int ob, int g, int n, int p0, __global const int* restrict wsum,
+                             __global const int* restrict bias, __global const float* xs, __global const XT* xz,
+                             __global const float* ws, __global const float* ys, __global const YT* yzp,
+                             __global YT* restrict Y, int P, int M_g, int G) {
   OUT_PARAMS
   const int z = (int)U8(xz[0]);
   const int channels = min(PWB, M_g - ob * PWB);
@@ -966,6 +990,43 @@ __kernel void qconv_vnni_pw(__global const uint* restrict Xp, __global const uin
     }
   }
 }
+
+#define PW_PARAMS                                                                                              \
+  __global const uint *restrict Wq, __global const int *restrict wsum, __global const int *restrict bias,            \
+      __global const float *xs, __global const XT *xz, __global const float *ws, __global const float *ys,           \
+      __global const YT *yzp, __global YT *restrict Y, int C4, int C_g, int P, int Pp, int M_g, int G, int oc_blocks
+#ifdef PW_DIRECT
+// Global: (ceil(oc_blocks / blocks), ceil(P / (16 * PXV)), N*G); `blocks` channel blocks per work-item.
+__kernel void qconv_vnni_pw_x(__global const XT* restrict X, PW_PARAMS, int blocks) {
+  const int ob0 = get_global_id(0) * blocks;
+  const int p0 = get_global_id(1) * (16 * PXV);
+  if (ob0 >= oc_blocks || p0 >= P) return;
+  const int ng = get_global_id(2);
+  const int g = ng % G, n = ng / G;
+  X += (long)ng * C_g * P;
+  const bool whole = p0 + 16 * PXV <= P;
+  const uint zu = U8(xz[0]);
+  int16 xg[PW_GROUPS * PXV];
+  for (int c = 0; c < C4; ++c)
+#pragma unroll
+    for (int v = 0; v < PXV; ++v) xg[c * PXV + v] = pw_gather(X, c, C_g, P, p0 + 16 * v, whole, zu);
+#define PW_PRIVATE(c, v) xg[(c) * PXV + (v)]
+  const int ob_end = min(oc_blocks, ob0 + blocks);
+  for (int ob = ob0; ob < ob_end; ++ob) PW_BLOCK(ob, PW_PRIVATE)
+}
+#else
+// Global: (oc_blocks, ceil(P / (16 * PXV)), N*G).
+__kernel void qconv_vnni_pw(__global const uint* restrict Xp, PW_PARAMS) {
+  const int ob = get_global_id(0);
+  const int p0 = get_global_id(1) * (16 * PXV);
+  if (ob >= oc_blocks || p0 >= P) return;
+  const int ng = get_global_id(2);
+  const int g = ng % G, n = ng / G;
+  Xp += (long)ng * C4 * Pp + p0;
+#define PW_PACKED(c, v) as_int16(vload16((v), Xp + (long)(c) * Pp))
+  PW_BLOCK(ob, PW_PACKED)
+}
+#endif
 #endif  // PXV
 #endif  // QVNNI
 

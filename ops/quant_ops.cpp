@@ -758,12 +758,16 @@ void qmadd_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { 
 bool qvnni_pw_applies(const QConvDesc& d, const DeviceCaps& c) { return d.pointwise && qvnni_applies(d, c); }
 VariantParams qvnni_pw_defaults(const QConvDesc& d, const DeviceCaps&) {
   const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
-  return {{"ocb", d.M_g >= 16 ? 16 : 8}, {"pxv", P >= 32 ? 2 : 1}};
+  return {{"ocb", d.M_g >= 16 ? 16 : 8}, {"pxv", P >= 32 ? 2 : 1}, {"direct", 1}};
 }
 bool qvnni_pw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
   const int ocb = p.at("ocb"), pxv = p.at("pxv");
-  return (ocb == 4 || ocb == 8 || ocb == 16) && pxv >= 1 && pxv <= 4 && ocb * pxv <= 28;
+  return (ocb == 4 || ocb == 8 || ocb == 16) && pxv >= 1 && pxv <= 4 && ocb * pxv <= 32 &&
+         (!p.count("direct") || p.at("direct") == 0 || p.at("direct") == 1);
 }
+// qconv_vnni_pw_x's private copy of its pixels' input: at most this many 4-channel groups
+// (kernels/quant.cl, PW_GROUPS).
+constexpr int64_t kPwGroups = 256;
 void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
@@ -776,15 +780,27 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
   const int64_t items = (P + step - 1) / step, Pp = items * step;
   const std::string opts = " -DQVNNI -DPWB=" + std::to_string(ocb) + " -DPXV=" + std::to_string(pxv) +
                            " -DOWB=1 -DOCV=1" + qconv_window(d) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  const std::vector<size_t> global{static_cast<size_t>(blocks), static_cast<size_t>(items),
+                                   static_cast<size_t>(d.s.N * d.s.G)};
+  if (p.count("direct") && p.at("direct") == 1 && C4 <= kPwGroups) {
+    // Each work-item gathers its pixels' input once into private memory and computes `per`
+    // channel blocks from it: as few work-items as keep 4 per compute unit busy.
+    const int64_t cus = ctx.caps().compute_units, pixel_items = items * d.s.N * d.s.G;
+    const int64_t ranges = std::clamp<int64_t>((4 * cus + pixel_items - 1) / pixel_items, 1, blocks);
+    const int64_t per = (blocks + ranges - 1) / ranges;
+    ctx.launch("quant", "qconv_vnni_pw_x", opts + " -DPW_DIRECT",
+               {static_cast<size_t>((blocks + per - 1) / per), global[1], global[2]}, {1, 1, 1}, ctx.in_buf(q.x), wq,
+               wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(d.C_g), i32(P), i32(Pp),
+               i32(d.M_g), i32(d.s.G), i32(blocks), i32(per));
+    return;
+  }
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Pp});
   // The pixels as one row of P columns, packed into Pp (the tail holds the zero point).
   ctx.launch("quant", "qvnni_pack_input", opts,
              {static_cast<size_t>(Pp / 16), 1, static_cast<size_t>(d.s.N * d.s.G * C4)}, {}, ctx.in_buf(q.x), a.xz,
              xp.mem, i32(d.C_g), i32(1), i32(1), i32(P), i32(C4), i32(1), i32(1), i32(Pp), i32(0), i32(0), i32(0));
-  ctx.launch("quant", "qconv_vnni_pw", opts,
-             {static_cast<size_t>(blocks), static_cast<size_t>(items), static_cast<size_t>(d.s.N * d.s.G)}, {1, 1, 1},
-             xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(P), i32(Pp),
-             i32(d.M_g), i32(d.s.G), i32(blocks));
+  ctx.launch("quant", "qconv_vnni_pw", opts, global, {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys,
+             a.yz, ctx.out_buf(0), i32(C4), i32(d.C_g), i32(P), i32(Pp), i32(d.M_g), i32(d.s.G), i32(blocks));
 }
 
 // madd_pw: 1x1 convs with 16-bit pairwise products (kernels/quant.cl, qconv_madd_pw): two input
@@ -897,7 +913,7 @@ const KernelFamily<QConvDesc>& qconv_family() {
                         "copy in global memory (ring=0)",
            {{"owb", {4, 8, 16}}, {"ring", {0, 1}}}, qdw_applies, qdw_valid, qdw_defaults, qdw_run},
           {"vnni_pw", "8-bit 1x1 on x86 AVX-512 VNNI CPUs (PoCL): OCB channels x PXV vectors of 16 pixels",
-           {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
+           {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}, {"direct", {0, 1}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
            qvnni_pw_run},
           {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
            {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,

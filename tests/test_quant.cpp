@@ -469,6 +469,9 @@ const GroupedConvCase kGroupedConvCases[] = {
     {{2, 5, 9, 13, 37, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
     {{1, 12, 10, 11, 20, 3, 2, 2, 2, 2, DType::Int8, DType::Int8, true, true, false}, 0},
     {{1, 64, 7, 7, 64, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, false, false, false}, 0},
+    // 1x1 with more than 256 groups of 4 input channels: qconv_vnni_pw_x's private copy would
+    // not hold them, so the packed kernel runs (and the direct one is not launched).
+    {{1, 1030, 3, 5, 20, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, true, true, false}, 0},
     {{2, 12, 5, 7, 40, 1, 1, 0, 1, 2, DType::Int8, DType::Int8, true, true, false}, 0},
     {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
     {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
@@ -500,11 +503,15 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
     const int launches = vnni && k.w_fits ? 2 : 0;
     expect_grouped_conv(p, "qconv=vnni", "quant:qconv_vnni", launches);
     if (vnni) expect_grouped_conv(p, kBlocks[(&k - kGroupedConvCases) % 4], "quant:qconv_vnni", launches);
-    // 1x1 convs also as vectors along the pixels (vnni_pw, their default).
+    // 1x1 convs also as vectors along the pixels (vnni_pw, their default): the input gathered by
+    // the conv itself (direct=1: qconv_vnni_pw_x, several channel ranges per pixel block on the
+    // small planes here) and packed first (direct=0).
     if (is_pointwise(k.c)) {
-      expect_grouped_conv(p, "qconv=vnni_pw", "quant:qconv_vnni_pw", launches);
-      expect_grouped_conv(p, "qconv=vnni_pw:ocb=4,pxv=4", "quant:qconv_vnni_pw", launches);
-      if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1", "quant:qconv_vnni_pw", launches);
+      const char* direct = (k.c.C / k.c.group + 3) / 4 <= 256 ? "quant:qconv_vnni_pw_x" : "quant:qconv_vnni_pw";
+      expect_grouped_conv(p, "qconv=vnni_pw", direct, launches);
+      expect_grouped_conv(p, "qconv=vnni_pw:ocb=4,pxv=4", direct, launches);
+      expect_grouped_conv(p, "qconv=vnni_pw:direct=0", "quant:qconv_vnni_pw", launches);
+      if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1,direct=0", "quant:qconv_vnni_pw", launches);
     }
   }
 }
