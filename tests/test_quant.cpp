@@ -472,6 +472,8 @@ const GroupedConvCase kGroupedConvCases[] = {
     // 1x1 with more than 256 groups of 4 input channels: qconv_vnni_pw_x's private copy would
     // not hold them, so the packed kernel runs (and the direct one is not launched).
     {{1, 1030, 3, 5, 20, 1, 1, 0, 1, 1, DType::Int8, DType::Int8, true, true, false}, 0},
+    // ... and exactly 256 groups: the direct kernel with its largest private copy (pxv=4 below).
+    {{1, 1024, 3, 5, 20, 1, 1, 0, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
     {{2, 12, 5, 7, 40, 1, 1, 0, 1, 2, DType::Int8, DType::Int8, true, true, false}, 0},
     {{1, 3, 17, 19, 16, 7, 2, 3, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
     {{1, 256, 5, 6, 33, 3, 1, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 1},
