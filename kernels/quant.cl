@@ -759,6 +759,29 @@ static inline int8 madd_x86(short16 x, short16 w) {
 // pad_*, the extents Dp/Hp/Wp cover every read of qconv_vnni). A work-item packs 16 consecutive
 // columns, as vectors where all of them and all GRP channels are inside the input (one column per
 // work-item cost 2.5 ns per column). Global: (ceil(Wp/16), Dp*Hp, N*G*CG).
+// GRP channels a plane apart, 16 consecutive values of each, as 16 lanes of GRP parts (U8 of
+// each value): the vector step of pack_input and of qconv_vnni_pw_x's gather.
+static inline uint16 group_lanes16(const __global XT* restrict src, long plane) {
+  uint16 v = (uint16)0;
+#pragma unroll
+  for (int q = 0; q < GRP; ++q) {
+#ifdef X_SIGNED
+    const uint16 u = convert_uint16(convert_int16(vload16(0, src + q * plane)) + 128);
+#else
+    const uint16 u = convert_uint16(vload16(0, src + q * plane));
+#endif
+    v |= u << (uint)(32 / GRP * q);
+  }
+  return v;
+}
+// One lane: value i of the first `here` channels, z for the others and where it is not `inside`.
+static inline uint group_lane(const __global XT* restrict src, long plane, long i, bool inside, int here,
+                              uint z) {
+  uint v = 0;
+#pragma unroll
+  for (int q = 0; q < GRP; ++q) v |= (inside && q < here ? U8(src[q * plane + i]) : z) << (32 / GRP * q);
+  return v;
+}
 #define PACK_INPUT_PARAMS                                                                                \
   __global const XT *restrict X, __global const XT *xz, __global uint *restrict Xp, int C_g, int D, int H, int W, \
       int CG, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w
@@ -775,26 +798,12 @@ __attribute__((always_inline)) static inline void pack_input(PACK_INPUT_PARAMS) 
   const bool row = id >= 0 && id < D && ih >= 0 && ih < H;
   const __global XT* src = X + ((long)ng * C_g + cg * GRP) * plane + ((long)id * H + ih) * W;
   if (row && here == GRP && iw0 >= 0 && iw0 + 16 <= W && x0 + 16 <= Wp) {
-    uint16 v = (uint16)0;
-#pragma unroll
-    for (int q = 0; q < GRP; ++q) {
-#ifdef X_SIGNED
-      const uint16 u = convert_uint16(convert_int16(vload16(0, src + q * plane + iw0)) + 128);
-#else
-      const uint16 u = convert_uint16(vload16(0, src + q * plane + iw0));
-#endif
-      v |= u << (uint)(32 / GRP * q);
-    }
-    vstore16(v, 0, dst);
+    vstore16(group_lanes16(src + iw0, plane), 0, dst);
     return;
   }
   for (int t = 0; t < 16 && x0 + t < Wp; ++t) {
     const int iw = iw0 + t;
-    const bool inside = row && iw >= 0 && iw < W;
-    uint v = 0;
-#pragma unroll
-    for (int q = 0; q < GRP; ++q) v |= (inside && q < here ? U8(src[q * plane + iw]) : z) << (32 / GRP * q);
-    dst[t] = v;
+    dst[t] = group_lane(src, plane, iw, row && iw >= 0 && iw < W, here, z);
   }
 }
 #define PACK_INPUT_ARGS X, xz, Xp, C_g, D, H, W, CG, Dp, Hp, Wp, pad_d, pad_h, pad_w
@@ -914,27 +923,17 @@ __kernel void qconv_vnni(GROUPED_CONV_PARAMS) { grouped_conv(GROUPED_CONV_ARGS);
 // With -DPW_DIRECT (qconv_vnni_pw_x) there is no packing launch: a work-item gathers its pixels'
 // input (PXV x 16 pixels of every 4-channel group, interleaved into 4-byte lanes in registers)
 // once into private memory, then computes a range of channel blocks from it (global dimension 0
-// counts those ranges). C4 <= PW_GROUPS. Lanes past C_g or P hold z, as in the packed copy.
+// counts those ranges). C4 <= PW_GROUPS (-DPW_GROUPS, the host's limit). Lanes past C_g or P
+// hold z, as in the packed copy.
 #ifdef PW_DIRECT
-#define PW_GROUPS 256
-#ifdef X_SIGNED
-#define PW_U16(p) convert_uint16(as_uchar16(vload16(0, p)) ^ (uchar16)0x80)
-#else
-#define PW_U16(p) convert_uint16(vload16(0, p))
-#endif
 // Channels 4*c .. 4*c+3 at pixels p .. p+15 of one image's input as 16 lanes of 4 bytes.
 // `whole`: all sixteen pixels are inside.
 static inline int16 pw_gather(const __global XT* restrict x, int c, int C_g, int P, int p, bool whole, uint z) {
   const __global XT* xc = x + (long)(4 * c) * P + p;
-  if (whole && 4 * c + 4 <= C_g)
-    return as_int16(PW_U16(xc) | PW_U16(xc + P) << 8u | PW_U16(xc + 2 * (long)P) << 16u |
-                    PW_U16(xc + 3 * (long)P) << 24u);
+  const int here = min(4, C_g - 4 * c);
+  if (whole && here == 4) return as_int16(group_lanes16(xc, P));
   uint t[16];
-  for (int l = 0; l < 16; ++l) {
-    uint v = 0;
-    for (int q = 0; q < 4; ++q) v |= (p + l < P && 4 * c + q < C_g ? U8(xc[(long)q * P + l]) : z) << (8u * q);
-    t[l] = v;
-  }
+  for (int l = 0; l < 16; ++l) t[l] = group_lane(xc, P, l, p + l < P, here, z);
   return as_int16(vload16(0, t));
 }
 #endif

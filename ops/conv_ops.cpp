@@ -840,8 +840,8 @@ bool winograd_applies(const ConvDesc& d, const DeviceCaps&) {
 // 4.9 -> 4.0 ms; per conv, resnet18's at 56x56 1.04-1.10 -> 0.81-0.87 ms, 28x28 0.89-0.91 ->
 // 0.77-0.80, 14x14 0.80-0.82 -> 0.76). `ocl-infer tune` still measures it there.
 bool winograd_preferred(const ConvDesc& d, const DeviceCaps& c) {
-  return c.cpu_shaped() && c.native_vector_width_float < 16 && d.s.C >= 16 && d.s.M >= 64 && d.out3[1] * d.out3[2] >= 100 &&
-         16 * winograd_tiles(d) * (d.s.C + d.s.M) * 4 <= (int64_t{64} << 20);
+  return c.cpu_shaped() && c.native_vector_width_float < 16 && d.s.C >= 16 && d.s.M >= 64 &&
+         d.out3[1] * d.out3[2] >= 100 && 16 * winograd_tiles(d) * (d.s.C + d.s.M) * 4 <= (int64_t{64} << 20);
 }
 VariantParams winograd_defaults(const ConvDesc&, const DeviceCaps&) { return {}; }
 

@@ -766,7 +766,7 @@ bool qvnni_pw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p)
          (!p.count("direct") || p.at("direct") == 0 || p.at("direct") == 1);
 }
 // qconv_vnni_pw_x's private copy of its pixels' input: at most this many 4-channel groups
-// (kernels/quant.cl, PW_GROUPS).
+// (passed as -DPW_GROUPS, the copy's size).
 constexpr int64_t kPwGroups = 256;
 void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
@@ -788,7 +788,7 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
     const int64_t cus = ctx.caps().compute_units, pixel_items = items * d.s.N * d.s.G;
     const int64_t ranges = std::clamp<int64_t>((4 * cus + pixel_items - 1) / pixel_items, 1, blocks);
     const int64_t per = (blocks + ranges - 1) / ranges;
-    ctx.launch("quant", "qconv_vnni_pw_x", opts + " -DPW_DIRECT",
+    ctx.launch("quant", "qconv_vnni_pw_x", opts + " -DPW_DIRECT -DPW_GROUPS=" + std::to_string(kPwGroups),
                {static_cast<size_t>((blocks + per - 1) / per), global[1], global[2]}, {1, 1, 1}, ctx.in_buf(q.x), wq,
                wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(C4), i32(d.C_g), i32(P), i32(Pp),
                i32(d.M_g), i32(d.s.G), i32(blocks), i32(per));

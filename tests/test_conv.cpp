@@ -511,7 +511,8 @@ TEST(Conv, FusedResidualAndActivationMatchReference) {
     }
     // The 3x3 stride-1 convs with 64+ output channels above run as Winograd (forced: the
     // default takes it on CPU-shaped devices with vectors narrower than 16 floats only).
-    const bool winograd = c.G == 1 && c.M >= 64 && c.k == std::vector<int64_t>{3, 3} && c.s == std::vector<int64_t>{1, 1};
+    const bool winograd =
+        c.G == 1 && c.M >= 64 && c.k == std::vector<int64_t>{3, 3} && c.s == std::vector<int64_t>{1, 1};
     ocl_infer::SessionOptions opt;
     if (winograd) opt.kernel_variants = "conv=winograd";
     auto s = open_session(m, opt);
