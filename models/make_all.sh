@@ -37,6 +37,9 @@ python="$venv_dir/bin/python"
 "$python" "$repo_root/models/export_detection.py" --out "$out_dir" "${force[@]}"
 # PyTorch models with control flow, causal masks and recurrent layers, with ONNX Runtime's outputs.
 "$python" "$repo_root/models/export_graph_cases.py" --out "$out_dir" "${force[@]}"
+# Real OCR models (PaddleOCR PP-OCRv4 detector and recognizer, direction classifier) from RapidOCR's
+# PyPI wheel, with ONNX Runtime's outputs on a rendered page of text.
+"$python" "$repo_root/models/export_ocr.py" --out "$out_dir" "${force[@]}"
 # int8 QDQ models made by onnxruntime's quantizer from the models above, with golden outputs.
 if [[ ${#extra[@]} -gt 0 ]]; then
     "$python" "$repo_root/models/export_transformers.py" --out "$out_dir" "${force[@]}"

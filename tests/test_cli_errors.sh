@@ -35,6 +35,12 @@ open(w + "/corrupt.npy", "wb").write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'"
 open(w + "/truncated.npy", "wb").write(open(w + "/x.npy", "rb").read()[:100])
 open(w + "/notanimage.jpg", "w").write("hello")
 open(w + "/truncated.png", "wb").write(b"\x89PNG\r\n\x1a\n\x00\x00")
+# A valid 8 x 8 grey PNG (stdlib only): a photo for a model whose output is not class scores.
+import struct, zlib
+def chunk(tag, data):
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+open(w + "/grey.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0))
+    + chunk(b"IDAT", zlib.compress(b"".join(b"\x00" + bytes([128] * 24) for _ in range(8)))) + chunk(b"IEND", b""))
 # A float16 model whose product overflows float16 (1000 * 100 > 65504).
 g3 = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"])], "g",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [4])],
@@ -64,6 +70,9 @@ expect 1 "cannot open model" -- $w/missing.onnx --input x=$w/x.npy --output-dir 
 expect 1 "empty" -- $w/empty.onnx --input x=$w/x.npy --output-dir $w/o
 expect 1 "not a valid ONNX model" -- $w/truncated.onnx --input x=$w/x.npy --output-dir $w/o
 expect 1 "not a valid ONNX model" -- $w/garbage.onnx --input x=$w/x.npy --output-dir $w/o
+# Classifying a photo with a model whose output is a map ([1,3,4,4] here; a text detector's
+# probability map in practice) is refused rather than ranking the map's pixels as classes.
+expect 1 "is \[1,3,4,4\], not one score per class" -- $w/good.onnx $w/grey.png --size 0
 expect 1 "AlsoMissing (opset 13).*NoSuchOp (opset 13)" -- $w/unsupported.onnx --input x=$w/x.npy --output-dir $w/o
 expect 1 "must have shape \[1,3,4,4\]" -- $w/good.onnx --input x=$w/wrong_shape.npy --output-dir $w/o
 expect 1 "must be float32, got int32" -- $w/good.onnx --input x=$w/wrong_type.npy --output-dir $w/o

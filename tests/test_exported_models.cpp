@@ -1,9 +1,10 @@
 // PyTorch exports with control flow, causal masks and recurrent layers (models/export_graph_cases.py)
-// against ONNX Runtime's outputs. Every case of a model runs in one session, so the cases also
+// and real OCR models (models/export_ocr.py) against ONNX Runtime's outputs. Every case of a model runs in one session, so the cases also
 // check re-planning for a new sequence length or a new control value. Each output element must
 // satisfy |got - want| <= atol + rtol * |want| with the model's tolerance from graph_cases.txt.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <dirent.h>
@@ -35,16 +36,25 @@ struct Case {
   double rtol = 0, atol = 0;
 };
 
+// graph_cases.txt (models/export_graph_cases.py) and ocr_cases.txt (models/export_ocr.py).
 std::vector<Case> read_manifest() {
   std::vector<Case> r;
-  std::ifstream f(models_dir() + "/graph_cases.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream ls(line);
-    Case c;
-    if (ls >> c.model >> c.index >> c.rtol >> c.atol) r.push_back(c);
+  for (const char* file : {"/graph_cases.txt", "/ocr_cases.txt"}) {
+    std::ifstream f(models_dir() + file);
+    std::string line;
+    while (std::getline(f, line)) {
+      std::istringstream ls(line);
+      Case c;
+      if (ls >> c.model >> c.index >> c.rtol >> c.atol) r.push_back(c);
+    }
   }
   return r;
+}
+
+// Reference files name an output as the CLI does: '/' (paddle2onnx's names have it) becomes '_'.
+std::string file_name_of(std::string value_name) {
+  std::replace(value_name.begin(), value_name.end(), '/', '_');
+  return value_name;
 }
 
 // The files "<model>.c<k>.<kind>.<name>.npy" of one case, by value name.
@@ -83,7 +93,8 @@ TEST_P(ExportedModel, MatchesOnnxRuntime) {
   for (const Case& c : read_manifest()) {
     if (c.model != name) continue;
     ++ran;
-    auto got = s.run(read_case(name, c.index, "in"));
+    std::map<std::string, Tensor> got;
+    for (auto& [out, t] : s.run(read_case(name, c.index, "in"))) got[file_name_of(out)] = std::move(t);
     auto want = read_case(name, c.index, "out");
     ASSERT_FALSE(want.empty()) << name << " case " << c.index << ": no reference outputs";
     for (auto& [out, ref] : want) {
@@ -115,6 +126,12 @@ TEST_P(ExportedModel, MatchesOnnxRuntime) {
 INSTANTIATE_TEST_SUITE_P(PyTorch, ExportedModel,
                          ::testing::Values("if_sample_rate", "loop_nested_if", "loop_sequence", "gpt_decoder", "lstm_classifier", "bigru", "lstm_encoder",
                                            "lstm2_batch_first"));
+
+// Real OCR models (PaddleOCR PP-OCRv4 detector and recognizer, its direction classifier; RapidOCR's
+// ONNX files) on a rendered page and its text lines, two input sizes each for the detector and
+// the recognizer (models/export_ocr.py).
+INSTANTIATE_TEST_SUITE_P(PaddleOCR, ExportedModel,
+                         ::testing::Values("ppocr_v4_det", "ppocr_v4_rec", "ppocr_mobile_v2_cls"));
 
 // The speech-activity style model run as its users run it: the spoken test sentence (espeak-ng)
 // chunk by chunk, each chunk's LSTM state fed into the next, at 16 and 8 kHz (the If on "sr"

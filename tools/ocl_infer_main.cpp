@@ -553,6 +553,13 @@ int classify(ocl_infer::Session& s, Args a) {
     auto outs = s.run({{in.name, x}});
     const Tensor& y = outs.at(s.outputs()[0].name);
     if (y.dtype != DType::Float32) throw ocl_infer::InputError("the model's first output is not float32");
+    // Class scores are one vector ([1,C], [C], [1,C,1,1]); a map or a sequence of them (a
+    // detector's, a segmenter's, a text recognizer's) ranked as one would print nonsense.
+    if (std::count_if(y.shape.begin(), y.shape.end(), [](int64_t d) { return d > 1; }) > 1)
+      throw ocl_infer::InputError(
+          "the model's output '" + s.outputs()[0].name + "' is " + ocl_infer::shape_to_string(y.shape) +
+          ", not one score per class: image classification reads an output of shape [1,C]; for detectors use "
+          "--task detect, for other models --input NAME=FILE --output-dir DIR writes the raw outputs");
     const float* p = y.data<float>();
     const int64_t n = y.numel();
     // A NaN or infinity in the scores would come out of the softmax below as plausible-looking
