@@ -7,6 +7,42 @@
 #include "storage.cl"
 #include "operand_storage.cl"
 
+// Kernel size equal to the stride, no dilation, every output inside the scattered area (no
+// output_padding), two spatial dims: each output element has exactly one source column. A
+// work-item takes one input row of one image and group and writes the KH output rows it
+// scatters into, plane by plane, in order; its W*Q columns stay in cache. Global: (H, N*G).
+// p as below. Chosen for CPU devices, where this replaces a division walk per output element and
+// reads strided by Q.
+__kernel void conv_transpose_f32_scatter2d(__global const float* restrict cols,
+                                           __global const STORE_TYPE(BS)* restrict bias,
+                                           __global STORE_TYPE(YS)* restrict Y,
+                                           __global const int* restrict p) {
+  const int H = p[1], W = p[2], OH = p[4], OW = p[5], KH = p[7], KW = p[8];
+  const int PH = p[16], PW = p[17], M_g = p[18], G = p[19];
+  const int ih = get_global_id(0), ng = get_global_id(1);
+  if (ih >= H) return;
+  const int Q = M_g * KH * KW;
+  const __global float* c = cols + ((long)ng * H + ih) * W * Q;
+  for (int oc = 0; oc < M_g; ++oc) {
+#ifdef HAS_BIAS
+    const float b = LD(BS, bias, (ng % G) * M_g + oc);
+#else
+    const float b = 0.0f;
+#endif
+    for (int kh = 0; kh < KH; ++kh) {
+      const int oh = ih * KH + kh - PH;
+      if (oh < 0 || oh >= OH) continue;
+      const long row = ((long)(ng * M_g + oc) * OH + oh) * OW;
+      const __global float* cr = c + (oc * KH + kh) * KW;
+      for (int iw = 0; iw < W; ++iw)
+        for (int kw = 0; kw < KW; ++kw) {
+          const int ow = iw * KW + kw - PW;
+          if (ow >= 0 && ow < OW) ST(YS, Y, row + ow, cr[iw * Q + kw] + b);
+        }
+    }
+  }
+}
+
 // One work-item per output element; global: (OW, OD*OH, N*G*M_g). p holds the geometry (see
 // ops/conv_ops.cpp).
 __kernel void conv_transpose_f32_col2im(__global const float* restrict cols,

@@ -47,6 +47,21 @@ __kernel void resize_nearest(__global const E* src, __global E* dst, __global co
   }
   dst[i] = src[si];
 }
+
+// Nearest resize of the last two dims (rows and columns) of a contiguous tensor, no extrapolation:
+// the FPN / U-Net upsampling case. A work-item writes `xper` consecutive outputs of one row
+// (all of it on CPU devices, one on GPUs), its source row found once; ytab / xtab give each
+// output row's / column's source index. Global: (ceil(wo / xper), ho, planes).
+__kernel void resize_nearest_rows(__global const E* src, __global E* dst, __global const int* ytab,
+                                  __global const int* xtab, int hi, int wi, int ho, int wo, int xper) {
+  const int x0 = (int)get_global_id(0) * xper, oy = (int)get_global_id(1);
+  const IDX plane = (IDX)get_global_id(2);
+  if (x0 >= wo) return;
+  __global const E* s = src + (plane * hi + ytab[oy]) * (IDX)wi;
+  __global E* d = dst + (plane * ho + oy) * (IDX)wo;
+  const int x1 = min(x0 + xper, wo);
+  for (int x = x0; x < x1; ++x) d[x] = s[xtab[x]];
+}
 #endif
 
 #ifdef T

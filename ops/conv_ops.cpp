@@ -1118,6 +1118,15 @@ void conv_transpose_build(BuildContext& ctx) {
   const std::string opts = std::string(has_bias ? "-DHAS_BIAS" : "") +
                            (has_bias ? BuildContext::storage_option("BS", ctx.input(2).dtype) : "") +
                            BuildContext::storage_option("YS", ctx.output(0).dtype);
+  bool scatter = ctx.caps().is_cpu() && in3[0] == 1 && out3[0] == 1 && k3[0] == 1;
+  for (int i = 1; i < 3; ++i)
+    scatter &= k3[i] == st3[i] && d3[i] == 1 && pb3[i] >= 0 && out3[i] + pb3[i] <= in3[i] * k3[i];
+  if (scatter) {
+    ctx.launch("conv_transpose", "conv_transpose_f32_scatter2d", opts,
+               {static_cast<size_t>(in3[1]), static_cast<size_t>(s.N * s.G)}, {}, cols,
+               has_bias ? ctx.in_buf(2) : cols, y, ctx.params(p.data(), p.size() * sizeof(int32_t)));
+    return;
+  }
   ctx.launch("conv_transpose", "conv_transpose_f32_col2im", opts,
              {static_cast<size_t>(out3[2]), static_cast<size_t>(out3[0] * out3[1]),
               static_cast<size_t>(s.N * s.G * s.M_g)},

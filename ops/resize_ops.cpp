@@ -1,6 +1,7 @@
 // Resize (opsets 10, 11, 13) and Upsample (7, 9): nearest, linear and cubic over any set of dims.
 // The host maps every output coordinate of every resized dim to source taps and weights in double,
 // exactly as the ONNX reference does; kernels/resize.cl only gathers and sums.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/copy_view.hpp"
@@ -266,6 +267,26 @@ void resize_build(BuildContext& ctx) {
   const DType t = ctx.in_type(0);
   const std::string idx = index_option({n, numel(in)});
 
+  if (s.mode == "nearest" && ndim >= 2 && std::all_of(tidx.begin(), tidx.end(), [](int32_t i) { return i >= 0; }) &&
+      (k == 0 || resized[0] >= ndim - 2)) {
+    // Only rows and columns resized and every output inside the input: a row at a time.
+    const int64_t ho = out[ndim - 2], wo = out[ndim - 1], hi = in[ndim - 2], wi = in[ndim - 1];
+    std::vector<int32_t> tab(ho + wo);
+    for (int64_t y = 0; y < ho; ++y) tab[y] = static_cast<int32_t>(y);
+    for (int64_t x = 0; x < wo; ++x) tab[ho + x] = static_cast<int32_t>(x);
+    for (int j = 0; j < k; ++j) {
+      const int64_t d = resized[2 * j], off = resized[2 * j + 1];
+      std::copy_n(tidx.begin() + off, out[d], tab.begin() + (d == ndim - 2 ? 0 : ho));
+    }
+    const int64_t planes = n / (ho * wo);
+    const int xper = ctx.caps().is_cpu() ? static_cast<int>(wo) : 1;
+    const size_t gx = static_cast<size_t>((wo + xper - 1) / xper);
+    ctx.launch("resize", "resize_nearest_rows", word_option(ctx, ctx.input(0).dtype) + idx,
+               {gx, static_cast<size_t>(ho), static_cast<size_t>(planes)}, {}, ctx.in_buf(0), ctx.out_buf(0),
+               ctx.params(tab.data(), ho * sizeof(int32_t)), ctx.params(tab.data() + ho, wo * sizeof(int32_t)), static_cast<int32_t>(hi), static_cast<int32_t>(wi), static_cast<int32_t>(ho),
+               static_cast<int32_t>(wo), static_cast<int32_t>(xper));
+    return;
+  }
   if (s.mode == "nearest") {
     Tensor extrap(t, {});
     host_set_f(extrap, 0, s.extrapolation);

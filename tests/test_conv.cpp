@@ -607,6 +607,15 @@ TEST(ConvTranspose, MatchesReference) {
       {1, 4, 3, 2, {5, 6}, {3, 2}, {1, 3}, {2, 1}, {0, 1, 2, 0}, {0, 2}, false},
       {1, 2, 3, 1, {11}, {4}, {3}, {1}, {1, 1}, {2}},
       {1, 2, 2, 1, {3, 4, 3}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {0, 1, 0, 1, 0, 0}, {1, 0, 0}},
+      // Kernel = stride (the FPN / U-Net / text-detector upsampling; one source per output: a
+      // scatter kernel on CPU devices): plain, cropped by pads, 2 images x 2 groups, 1-D, 3 x 2,
+      // and with output_padding (outputs with no source: the general kernel).
+      {1, 6, 4, 1, {5, 7}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {0, 0}},
+      {1, 3, 5, 1, {4, 6}, {2, 2}, {2, 2}, {1, 1}, {1, 0, 0, 1}, {0, 0}},
+      {2, 4, 3, 2, {3, 5}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {0, 0}, false},
+      {1, 2, 3, 1, {9}, {3}, {3}, {1}, {1, 2}, {0}},
+      {1, 5, 2, 1, {4, 3}, {3, 2}, {3, 2}, {1, 1}, {2, 1, 1, 0}, {0, 0}},
+      {1, 3, 2, 1, {4, 5}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
   };
   for (const ConvTCase& c : cases)
     for (bool constant : {true, false}) {

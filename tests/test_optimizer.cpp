@@ -192,6 +192,52 @@ TEST(Optimizer, FusesDecomposedSiluAndGelu) {
   }
 }
 
+// HardSwish spelled out (paddle2onnx: x * Clip(x + 3, 0, 6) / 6; others divide the Clip first or
+// multiply by 1/6) fuses into the conv; a Clip to 5, an intermediate that is also read elsewhere
+// or a + 2 keep their nodes. Inputs span [-5, 5] so both Clip bounds are crossed.
+TEST(Optimizer, FusesDecomposedHardSwish) {
+  std::mt19937 rng(17);
+  auto scalar = [](float v) {
+    Tensor t(DType::Float32, {});
+    t.data<float>()[0] = v;
+    return t;
+  };
+  // order: 0 = (x * c) / 6, 1 = x * (c / 6), 2 = (x * c) * (1/6), 3 = x * (c * (1/6)).
+  struct Case {
+    int order;
+    float add, hi;
+    bool extra_reader, fused;
+  };
+  for (const Case& c : {Case{0, 3, 6, false, true}, Case{1, 3, 6, false, true}, Case{2, 3, 6, false, true},
+                        Case{3, 3, 6, false, true}, Case{0, 3, 5, false, false}, Case{0, 2, 6, false, false},
+                        Case{1, 3, 6, true, false}}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 3, 7, 9}).output("y");
+    if (c.extra_reader) m.output("c");
+    m.initializer("w", conv_weight(rng, 6, 3, 3)).initializer("b", random_tensor({6}, rng));
+    m.initializer("three", scalar(c.add)).initializer("zero", scalar(0)).initializer("six", scalar(c.hi));
+    m.initializer("k", scalar(c.order >= 2 ? 1.0f / 6 : 6.0f));
+    attr_ints(m.node("Conv", {"x", "w", "b"}, {"v"}), "pads", {1, 1, 1, 1});
+    m.node("Add", {"v", "three"}, {"t"});
+    m.node("Clip", {"t", "zero", "six"}, {"c"});
+    const char* scale = c.order >= 2 ? "Mul" : "Div";
+    if (c.order % 2 == 0) {
+      m.node("Mul", {"c", "v"}, {"p"});
+      m.node(scale, {"p", "k"}, {"y"});
+    } else {
+      m.node(scale, {"c", "k"}, {"d"});
+      m.node("Mul", {"v", "d"}, {"y"});
+    }
+    auto r = check_same(m, {{"x", random_tensor({1, 3, 7, 9}, rng, -1.5f, 1.5f)}});
+    const std::string trace = "order " + std::to_string(c.order) + " add " + std::to_string(c.add) + " hi " +
+                              std::to_string(c.hi) + (c.extra_reader ? " clip read elsewhere" : "");
+    if (c.fused)
+      EXPECT_EQ(r.ops, std::vector<std::string>{std::string("Conv+Add+Clip+Mul+") + scale}) << trace;
+    else
+      EXPECT_GT(r.ops.size(), 1u) << trace;
+  }
+}
+
 TEST(Optimizer, FusesResidualAddThenActivation) {
   std::mt19937 rng(8);
   ModelBuilder m(13);

@@ -156,6 +156,22 @@ TEST(Resize, NearestModesMatchReference) {
       }
 }
 
+// Nearest takes a row kernel when only the last two dims change and a general one otherwise
+// (a channel or batch dim resized, one dim only, rank 2 and 5): both against the reference.
+TEST(Resize, NearestOnAnyDimsMatchesReference) {
+  std::mt19937 rng(27);
+  Mode m;
+  check(random_tensor({2, 3, 5, 7}, rng), m, {2, 5, 5, 14});   // channels too: general kernel
+  check(random_tensor({2, 3, 5, 7}, rng), m, {4, 3, 10, 7});   // batch and rows
+  check(random_tensor({2, 3, 5, 7}, rng), m, {2, 3, 5, 15});   // columns only
+  check(random_tensor({2, 3, 5, 7}, rng), m, {2, 3, 9, 7});    // rows only
+  check(random_tensor({6, 9}, rng), m, {13, 4});               // rank 2
+  check(random_tensor({1, 2, 3, 5, 4}, rng), m, {1, 2, 3, 9, 2});
+  check(random_tensor({1, 2, 3, 5, 4}, rng), m, {1, 2, 6, 5, 4});
+  m.coord = "align_corners";
+  check(random_tensor({1, 4, 1, 1}, rng), m, {1, 4, 3, 2});    // a 1 x 1 plane repeated
+}
+
 TEST(Resize, LinearMatchesReference) {
   std::mt19937 rng(22);
   Tensor x = random_tensor({2, 3, 7, 11}, rng);

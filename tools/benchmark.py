@@ -27,7 +27,8 @@ For every model (NAME from --models-dir, or a path to an .onnx file) it measures
     (POCL_CACHE_DIR) or off (CUDA_CACHE_DISABLE); with only ocl-infer's cache empty; and warm,
     with the default caches, which the timed runs have filled.
 All latency runs use the same inputs: NAME.input.<input>.npy beside the model for each input
-(multi-input models, e.g. the recurrent ones of models/export_graph_cases.py), else NAME.input.npy
+(multi-input models, e.g. the recurrent ones of models/export_graph_cases.py), or the first golden
+case's NAME.c0.in.<input>.npy (the OCR models of models/export_ocr.py), else NAME.input.npy
 (NAME.dog.input.npy for the demo model) for the first, else a seeded N(0,1) tensor written to a
 temporary .npy.
 
@@ -243,13 +244,15 @@ class Model:
     def __init__(self, name: str, path: str, ort_threads: int, tmp_dir: str):
         self.name, self.path, self.ort_threads = name, path, ort_threads
         self.session = ort_session(path, ort_threads)
-        # Inputs: NAME.input.<input>.npy for each model input (multi-input models), else
-        # NAME.input.npy / NAME.dog.input.npy for the first, else seeded N(0,1) data.
+        # Inputs: NAME.input.<input>.npy or NAME.c0.in.<input>.npy (the first golden case) for
+        # each model input, else NAME.input.npy / NAME.dog.input.npy for the first, else seeded
+        # N(0,1) data.
         self.feeds, self.input_paths = {}, {}
         stem = os.path.splitext(path)[0]
         for k, spec in enumerate(self.session.get_inputs()):
-            own = f"{stem}.input.{spec.name}.npy"
-            file = own if os.path.exists(own) else (find_input(path) if k == 0 else None)
+            own = next((f for f in (f"{stem}.input.{spec.name}.npy", f"{stem}.c0.in.{spec.name}.npy")
+                        if os.path.exists(f)), None)
+            file = own or (find_input(path) if k == 0 else None)
             if file:
                 value = np.load(file)
             else:

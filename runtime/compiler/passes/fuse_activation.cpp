@@ -1,6 +1,6 @@
 // Activations fused into the conv / gemm / matmul that produces their input, including the
-// decomposed patterns exporters emit: x*Sigmoid(x) (SiLU), x*HardSigmoid(x) (HardSwish) and the
-// Erf-based GELU  x * 0.5 * (1 + erf(x / sqrt(2))).
+// decomposed patterns exporters emit: x*Sigmoid(x) (SiLU), x*HardSigmoid(x) and
+// x*Clip(x+3,0,6)/6 (HardSwish) and the Erf-based GELU  x * 0.5 * (1 + erf(x / sqrt(2))).
 #include <algorithm>
 #include <cmath>
 
@@ -38,6 +38,52 @@ int gated(const Graph& g, int x, int gate_i, int mul_i, Epilogue* e, std::vector
   else return -1;
   gone->assign({gate_i, mul_i});
   return mul_i;
+}
+
+// The other operand of a two-input node that reads v (-1 if it does not read v exactly once).
+int other_operand(const Node& n, int v) {
+  if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return -1;
+  return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : -1;
+}
+
+// HardSwish spelled out, as paddle2onnx and some TensorFlow converters emit it:
+//   t = x + 3; c = Clip(t, 0, 6); then m = x * c; y = m / 6 (or m * (1/6))
+//                                 or    d = c / 6 (or c * (1/6)); y = x * d.
+// x * Clip(x + 3, 0, 6) / 6 is HardSwish with alpha 1/6, beta 1/2.
+int hard_swish(const Graph& g, int x, const std::vector<int>& rd, Epilogue* e, std::vector<int>* gone) {
+  auto is_sixth = [&](const Node& n, int v) {  // n is v / 6 or v * (1/6)
+    const int o = other_operand(n, v);
+    if (o < 0) return false;
+    if (n.op_type == "Div") return n.inputs[0] == v && near(scalar(g, o), 6.0);
+    return n.op_type == "Mul" && near(scalar(g, o), 1.0 / 6.0);
+  };
+  for (int k = 0; k < 2; ++k) {
+    const Node &add = g.nodes[rd[k]], &mul = g.nodes[rd[1 - k]];
+    if (add.op_type != "Add" || mul.op_type != "Mul" || !near(scalar(g, other_operand(add, x)), 3.0)) continue;
+    const int clip_i = g.sole_reader(add.outputs[0]);
+    Epilogue clip;
+    if (clip_i < 0 || !activation_of_node(g, g.nodes[clip_i], &clip) || clip.act != activation_for_op("Clip") ||
+        g.nodes[clip_i].inputs[0] != add.outputs[0] || clip.alpha != 0.0f || clip.beta != 6.0f)
+      continue;
+    const int c = g.nodes[clip_i].outputs[0];
+    const int mo = mul.outputs[0];
+    int last = -1, scale_i = -1;
+    if (other_operand(mul, x) == c && g.sole_reader(c) == rd[1 - k]) {
+      scale_i = g.sole_reader(mo);  // x * c, then / 6
+      if (scale_i >= 0 && is_sixth(g.nodes[scale_i], mo)) last = scale_i;
+    } else {
+      scale_i = g.sole_reader(c);  // c / 6, then x * that
+      if (scale_i >= 0 && is_sixth(g.nodes[scale_i], c) && other_operand(mul, x) == g.nodes[scale_i].outputs[0] &&
+          g.sole_reader(g.nodes[scale_i].outputs[0]) == rd[1 - k])
+        last = rd[1 - k];
+    }
+    // A constant of higher rank would broadcast the result beyond x's shape.
+    if (last < 0 || g.values[g.nodes[last].outputs[0]].shape != g.values[x].shape) continue;
+    *e = Epilogue{activation_named("HardSwish"), 1.0f / 6, 0.5f, e->residual};
+    gone->assign({rd[k], clip_i, rd[1 - k], scale_i});
+    return last;
+  }
+  return -1;
 }
 
 // GELU as exported by PyTorch: d = x / 1.41421; e = Erf(d); a = e + 1; m = x * a; y = m * 0.5.
@@ -101,6 +147,7 @@ int pass_fuse_activation(Graph& g, std::string* detail) {
     } else if (rd.size() == 2) {
       for (int k = 0; k < 2 && last < 0; ++k) last = gated(g, x, rd[k], rd[1 - k], &e, &gone);
       if (last < 0) last = gelu(g, x, rd, &e, &gone);
+      if (last < 0) last = hard_swish(g, x, rd, &e, &gone);
       if (last >= 0) ++patterns;
     }
     if (last < 0) continue;
