@@ -238,6 +238,49 @@ TEST(Optimizer, FusesDecomposedHardSwish) {
   }
 }
 
+// Constant Mul/Add in front of an unpadded conv fold into its weights (PP-LCNet's learnable affine
+// blocks before a 1x1 conv): scalars, per-channel [C,1,1] values into a grouped conv, a 3x3 VALID
+// conv, Add before Mul. Not folded: a padded conv (its zero border would see the shift), a Mul
+// whose output is also read elsewhere.
+TEST(Optimizer, FoldsInputAffineIntoUnpaddedConv) {
+  std::mt19937 rng(19);
+  struct Case {
+    const char* name;
+    int64_t k, group;
+    bool padded, per_channel, add_first, shared, folded;
+  };
+  for (const Case& c : {Case{"scalar 1x1", 1, 1, false, false, false, false, true},
+                        Case{"per-channel grouped 1x1", 1, 2, false, true, false, false, true},
+                        Case{"3x3 valid, add first", 3, 1, false, true, true, false, true},
+                        Case{"3x3 padded", 3, 1, true, false, false, false, false},
+                        Case{"mul read elsewhere", 1, 1, false, false, false, true, false}}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {2, 4, 7, 9}).output("y");
+    if (c.shared) m.output("s");
+    m.initializer("w0", conv_weight(rng, 6, 4, 3)).initializer("w1", random_tensor({5 * c.group, 6 / c.group, c.k, c.k}, rng));
+    m.initializer("b1", random_tensor({5 * c.group}, rng));
+    m.initializer("scale", c.per_channel ? random_tensor({6, 1, 1}, rng, 0.5f, 2.f) : random_tensor({1}, rng, 0.5f, 2.f));
+    m.initializer("shift", c.per_channel ? random_tensor({6, 1, 1}, rng) : random_tensor({}, rng));
+    attr_ints(m.node("Conv", {"x", "w0"}, {"c0"}), "pads", {1, 1, 1, 1});
+    m.node("Relu", {"c0"}, {"r"});
+    if (c.add_first) {
+      m.node("Add", {"shift", "r"}, {"s"});
+      m.node("Mul", {"s", "scale"}, {"a"});
+    } else {
+      m.node("Mul", {"r", "scale"}, {"s"});
+      m.node("Add", {"s", "shift"}, {"a"});
+    }
+    auto& conv = m.node("Conv", {"a", "w1", "b1"}, {"y"});
+    attr_i(conv, "group", c.group);
+    if (c.padded) attr_ints(conv, "pads", {1, 1, 1, 1});
+    auto r = check_same(m, {{"x", random_tensor({2, 4, 7, 9}, rng)}});
+    if (c.folded)
+      EXPECT_EQ(r.ops, (std::vector<std::string>{"Conv+Relu", c.add_first ? "Add+Mul+Conv" : "Mul+Add+Conv"})) << c.name;
+    else
+      EXPECT_GT(r.ops.size(), 2u) << c.name;
+  }
+}
+
 TEST(Optimizer, FusesResidualAddThenActivation) {
   std::mt19937 rng(8);
   ModelBuilder m(13);

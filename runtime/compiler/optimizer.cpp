@@ -14,7 +14,9 @@ struct PassRow {
 // Order matters: QDQ chains become integer kernels first (and leftover DequantizeLinear of
 // constants become float constants that later passes can fold); BatchNormalization folds before
 // activations fuse, residual adds fuse before the activation that follows them
-// (y = act(conv + r)); attention fuses before a mask Add could become a MatMul's residual.
+// (y = act(conv + r)); attention fuses before a mask Add could become a MatMul's residual; constant
+// Mul/Add left in front of an unpadded conv (after activations took theirs) fold into its weights
+// before a per-image channel scale there becomes the conv's input scale.
 const PassRow kPasses[] = {
     {"remove_identity", pass_remove_identity},
     {"dedupe_constants", pass_dedupe_constants},
@@ -27,6 +29,7 @@ const PassRow kPasses[] = {
     {"fuse_matmul_bias", pass_fuse_matmul_bias},
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},
+    {"fold_input_affine", pass_fold_input_affine},
     {"fuse_channel_scale", pass_fuse_channel_scale},
     {"fuse_plane_mean", pass_fuse_plane_mean},
 };

@@ -1,0 +1,143 @@
+// Constant Mul / Add chains in front of an unpadded Conv fold into its weights and bias:
+//   x = a (.) u + c  (a, c per input channel or scalar)  =>  W'[m][ci] = W[m][ci] * a[ci],
+//   b'[m] = b[m] + sum over ci of the group and the taps of W[m][ci][taps] * c[ci],
+// computed in double precision. Zero padding would see c at the borders, so only convs without
+// padding qualify (1x1 convs, VALID windows). PP-LCNet's "learnable affine blocks" (a scalar Mul
+// and Add after every activation, PP-OCRv4's detector and recognizer) are the pattern: half of
+// them feed a 1x1 conv.
+#include <cmath>
+
+#include "ops/core/op_def.hpp"
+#include "runtime/compiler/optimizer.hpp"
+#include "runtime/ir/host_math.hpp"
+
+namespace oi {
+
+namespace {
+
+bool is_const_f32(const Graph& g, int v) {
+  return v >= 0 && g.values[v].data && g.values[v].dtype == DType::Float32;
+}
+
+// Values of a constant that broadcasts over [N, C, spatial...] along C only (or is a scalar), per
+// channel; empty if it does not.
+std::vector<double> channel_values(const Graph& g, int v, int64_t C, size_t rank) {
+  if (!is_const_f32(g, v)) return {};
+  const Tensor& t = *g.values[v].data;
+  std::vector<double> r(C);
+  if (t.numel() == 1) {
+    for (auto& x : r) x = host_get_f(t, 0);
+    return r;
+  }
+  if (t.shape.size() > rank) return {};
+  Shape s(rank - t.shape.size(), 1);
+  s.insert(s.end(), t.shape.begin(), t.shape.end());
+  for (size_t d = 0; d < rank; ++d)
+    if ((d == 1 && s[d] != C) || (d != 1 && s[d] != 1)) return {};
+  for (int64_t c = 0; c < C; ++c) r[c] = host_get_f(t, c);
+  return r;
+}
+
+// A Conv whose windows never leave the input: no explicit pads, or SAME with a 1x1 kernel.
+bool unpadded(const Node& n, const Shape& w) {
+  const std::string ap = n.attr_string("auto_pad", "NOTSET");
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t d = 2; d < w.size(); ++d)
+      if (w[d] != 1) return false;
+    return true;
+  }
+  if (ap != "NOTSET" && ap != "VALID") return false;
+  if (ap == "VALID") return true;
+  for (int64_t p : n.attr_ints("pads", {}))
+    if (p != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+int pass_fold_input_affine(Graph& g, std::string* detail) {
+  int convs = 0, folded = 0;
+  for (size_t ci = 0; ci < g.nodes.size(); ++ci) {
+    Node& conv = g.nodes[ci];
+    if (conv.removed || conv.op_type != "Conv" || !(conv.domain.empty() || conv.domain == "ai.onnx")) continue;
+    if (conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.inputs[0] < 0 || !is_const_f32(g, conv.inputs[1]))
+      continue;
+    if (conv.inputs.size() == 3 && conv.inputs[2] >= 0 && !is_const_f32(g, conv.inputs[2])) continue;
+    const Shape& ws = g.values[conv.inputs[1]].shape;
+    const Shape& xs = g.values[conv.inputs[0]].shape;
+    if (ws.size() < 3 || xs.size() != ws.size() || !unpadded(conv, ws)) continue;
+    const int64_t M = ws[0], Cg = ws[1], C = xs[1], G = conv.attr_int("group", 1);
+    if (C <= 0 || G <= 0 || Cg * G != C || M % G != 0) continue;
+    // Walk back through Mul / Add nodes with a constant per-channel operand, each read only by
+    // the next: the conv's input is a (.) u + c with u the value before the chain.
+    std::vector<double> a(C, 1.0), c(C, 0.0);
+    std::vector<int> chain;
+    int v = conv.inputs[0];
+    while (chain.size() < 8) {
+      const int pi = g.values[v].producer;
+      if (pi < 0 || g.nodes[pi].removed || g.sole_reader(v) != (chain.empty() ? static_cast<int>(ci) : chain.back()))
+        break;
+      const Node& p = g.nodes[pi];
+      if ((p.op_type != "Mul" && p.op_type != "Add") || !(p.domain.empty() || p.domain == "ai.onnx") ||
+          p.inputs.size() != 2 || p.outputs.size() != 1)
+        break;
+      int u = p.inputs[0], k = p.inputs[1];
+      if (g.values[u].data) std::swap(u, k);
+      if (u < 0 || g.values[u].data || g.values[u].dtype != DType::Float32 || g.values[u].shape != xs) break;
+      const std::vector<double> val = channel_values(g, k, C, xs.size());
+      if (val.empty()) break;
+      for (int64_t ch = 0; ch < C; ++ch) {
+        if (p.op_type == "Add") c[ch] += a[ch] * val[ch];
+        else a[ch] *= val[ch];
+      }
+      chain.push_back(pi);
+      v = u;
+    }
+    if (chain.empty()) continue;
+    const Tensor& w = *g.values[conv.inputs[1]].data;
+    const int64_t taps = numel(ws) / (M * Cg), Mg = M / G;
+    Tensor nw(DType::Float32, ws);
+    Tensor nb(DType::Float32, {M});
+    const bool has_bias = conv.inputs.size() == 3 && conv.inputs[2] >= 0;
+    for (int64_t m = 0; m < M; ++m) {
+      double bias = has_bias ? host_get_f(*g.values[conv.inputs[2]].data, m) : 0.0;
+      const int64_t group = m / Mg;
+      for (int64_t k = 0; k < Cg; ++k) {
+        const int64_t ch = group * Cg + k;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t i = (m * Cg + k) * taps + t;
+          const double wv = host_get_f(w, i);
+          nw.data<float>()[i] = static_cast<float>(wv * a[ch]);
+          bias += wv * c[ch];
+        }
+      }
+      nb.data<float>()[m] = static_cast<float>(bias);
+    }
+    const int wid = g.add_constant(g.values[conv.inputs[1]].name + "/input_affine", std::move(nw));
+    const int bid = g.add_constant(conv.name + "/input_affine_bias", std::move(nb));
+    Node& q = g.nodes[ci];
+    q.inputs.resize(3, -1);
+    q.inputs[0] = v;
+    q.inputs[1] = wid;
+    q.inputs[2] = bid;
+    // Profiles name the chain first, in graph order, then what the conv already covers.
+    decltype(q.covers) covers;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Node& p = g.nodes[*it];
+      if (p.covers.empty()) covers.push_back({p.name, p.op_type});
+      else covers.insert(covers.end(), p.covers.begin(), p.covers.end());
+    }
+    if (q.covers.empty()) covers.push_back({q.name, q.op_type});
+    else covers.insert(covers.end(), q.covers.begin(), q.covers.end());
+    q.covers = std::move(covers);
+    for (int pi : chain) g.nodes[pi].removed = true;
+    ++convs;
+    folded += static_cast<int>(chain.size());
+  }
+  if (detail)
+    *detail = std::to_string(folded) + " constant Mul/Add in front of " + std::to_string(convs) +
+              " unpadded Conv folded into their weights";
+  return folded;
+}
+
+}  // namespace oi
