@@ -325,7 +325,12 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 #define XLOAD CAT(vload, PXB)
 #define XSTORE CAT(vstore, PXB)
 #define PIX (PXB * PXV)
-
+// -DPOST_AFFINE: y = post_s * epilogue(x) + post_b (a scalar Mul / Add after the activation).
+#ifdef POST_AFFINE
+#define POST_AFFINE(v) fma((v), (xvec)post_s, (xvec)post_b)
+#else
+#define POST_AFFINE(v) (v)
+#endif
 
 // conv_f32_pointwise: a 1x1 conv (stride 1, no padding) over P = D*H*W pixels, with the roles
 // of conv_f32_packed's register block swapped: a work-item computes OCB output channels x PIX
@@ -348,7 +353,8 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 __attribute__((always_inline)) static inline void pw_block(
     __global const XT* restrict X, __global const PT* restrict Wp, __global const BT* restrict bias,
     __global const RT* restrict residual, __global YT* restrict Y, int C_g, int P, int M_g, int g, int oc0,
-    int p0, long y0, float act_lo, float act_hi, __global const SCT* restrict in_scale, const int nv) {
+    int p0, long y0, float act_lo, float act_hi, __global const SCT* restrict in_scale, const int nv, float post_s,
+    float post_b) {
   X += p0;
   xvec acc[OCB][PXV];
 #pragma unroll
@@ -404,7 +410,7 @@ __attribute__((always_inline)) static inline void pw_block(
     xvec t = r[k];
     if (residual) t += LDN(RS, PXB, residual + o, 0);
     t = EPILOGUE_VEC(t, PXB);
-    STN(YS, PXB, Y + o, 0, EPILOGUE_CLAMP_VEC(t, xvec, act_lo, act_hi));
+    STN(YS, PXB, Y + o, 0, POST_AFFINE(EPILOGUE_CLAMP_VEC(t, xvec, act_lo, act_hi)));
   }
 #else
   // Only the run-time clamp and residual: unrolled (rolled, mobilenet_v2's expansions with ReLU6
@@ -418,7 +424,7 @@ __attribute__((always_inline)) static inline void pw_block(
         const long o = y0 + (long)c * P + p0 + v * PXB;
         xvec r = acc[c][v];
         if (residual) r += LDN(RS, PXB, residual + o, 0);
-        STN(YS, PXB, Y + o, 0, EPILOGUE_CLAMP_VEC(r, xvec, act_lo, act_hi));
+        STN(YS, PXB, Y + o, 0, POST_AFFINE(EPILOGUE_CLAMP_VEC(r, xvec, act_lo, act_hi)));
       }
     }
   }
@@ -431,7 +437,7 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
                                  __global const RT* restrict residual,
                                  __global YT* restrict Y, int C_g, int P, int M_g, int G,
                                  int oc_blocks, float act_lo, float act_hi, int pixels_first,
-                                 __global const SCT* restrict in_scale, int scale_n) {
+                                 __global const SCT* restrict in_scale, int scale_n, float post_s, float post_b) {
   const int ob = get_global_id(pixels_first ? 1 : 0);
   const int pb = get_global_id(pixels_first ? 0 : 1);
   const int ng = get_global_id(2);
@@ -447,12 +453,12 @@ __kernel void conv_f32_pointwise(__global const XT* restrict X,
 #if PXV > 1
   const int whole = P / PIX, rest = P - whole * PIX;
   if (pb == whole && rest <= PXB) {
-    pw_block(X, Wp, bias, residual, Y, C_g, P, M_g, g, oc0, P - PXB, y0, act_lo, act_hi, in_scale, 1);
+    pw_block(X, Wp, bias, residual, Y, C_g, P, M_g, g, oc0, P - PXB, y0, act_lo, act_hi, in_scale, 1, post_s, post_b);
     return;
   }
 #endif
   pw_block(X, Wp, bias, residual, Y, C_g, P, M_g, g, oc0, min(pb * PIX, P - PIX), y0, act_lo, act_hi, in_scale,
-           PXV);
+           PXV, post_s, post_b);
 }
 #endif  // POINTWISE
 

@@ -145,6 +145,8 @@ typedef float real;
 #define F(x) (x)
 #elif defined(OP_SCALE)
 #define F(x) ((x) * (CA)(ALPHA))
+#elif defined(OP_AFFINE)
+#define F(x) ((x) * (CA)(ALPHA) + (CA)(BETA))
 #elif defined(OP_QACTIVATION)
 // QLinearSigmoid, QLinearLeakyRelu: y = Q(act(DQ(x))), QA_S the input scale, QY_S the output's.
 #define F(x) clamp(rint(ACTIVATION((real)((int)(x) - QA_Z) * QA_S, ALPHA, BETA) / QY_S) + (real)QY_Z, \

@@ -220,6 +220,9 @@ struct ConvDesc {
   // Output 1, the mean of every output plane ([N, M, 1...]): a GlobalAveragePool of output 0 that
   // the optimizer fused in (runtime/compiler/passes/fuse_plane_mean.cpp).
   bool plane_mean = false;
+  // Set by a variant whose kernel applied the epilogue's post-activation affine (pointwise);
+  // conv_build applies it otherwise.
+  mutable bool post_applied = false;
 };
 
 ConvDesc conv_desc(const OpContext& ctx) {
@@ -511,9 +514,12 @@ void pw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const bool pixels_first = (p.count("order") ? p.at("order") : pw_default_order(d)) == 1;
   size_t g0 = static_cast<size_t>(blocks), g1 = static_cast<size_t>((P + pix - 1) / pix);
   if (pixels_first) std::swap(g0, g1);
+  const Epilogue& epi = ctx.node().epilogue;
+  if (epi.has_post()) opts += " -DPOST_AFFINE";
+  d.post_applied = true;
   ctx.launch("conv", "conv_f32_pointwise", opts, {g0, g1, static_cast<size_t>(d.s.N * d.s.G)},
              {1, 1, 1}, a.x, wp, a.bias, a.residual, a.y, i32(d.C_g), i32(P), i32(d.M_g), i32(d.s.G), i32(blocks),
-             a.lo, a.hi, i32(pixels_first ? 1 : 0), a.scale, a.scale_n);
+             a.lo, a.hi, i32(pixels_first ? 1 : 0), a.scale, a.scale_n, epi.post_scale, epi.post_bias);
 }
 
 // pixvec: short reductions (3-channel stems): OCB channels x PXV vectors of 16 output pixels of
@@ -960,6 +966,12 @@ void conv_build(BuildContext& ctx) {
       ctx.unsupported("a window spanning " + std::to_string((d.k3[i] - 1) * d.d3[i] + 1) + " elements with stride " +
                       std::to_string(d.st3[i]) + " is not supported (at most 1024 each)");
   run_variant(ctx, conv_family(), d);
+  // A post-activation scalar affine (fuse_post_affine) that the variant's kernel did not apply:
+  // one in-place pass over the output.
+  const Epilogue& epi = ctx.node().epilogue;
+  if (epi.has_post() && !d.post_applied)
+    launch_elementwise(ctx, "AFFINE", {ctx.output(0)}, ctx.output(0),
+                       " -DALPHA=" + float_literal(epi.post_scale) + " -DBETA=" + float_literal(epi.post_bias));
 }
 
 double conv_flops(const OpContext& ctx) {
@@ -1123,7 +1135,7 @@ void conv_transpose_build(BuildContext& ctx) {
     scatter &= k3[i] == st3[i] && d3[i] == 1 && pb3[i] >= 0 && out3[i] + pb3[i] <= in3[i] * k3[i];
   if (scatter) {
     ctx.launch("conv_transpose", "conv_transpose_f32_scatter2d", opts,
-               {static_cast<size_t>(in3[1]), static_cast<size_t>(s.N * s.G)}, {}, cols,
+               {static_cast<size_t>(in3[1]), static_cast<size_t>(s.N * s.G)}, {1, 1}, cols,
                has_bias ? ctx.in_buf(2) : cols, y, ctx.params(p.data(), p.size() * sizeof(int32_t)));
     return;
   }

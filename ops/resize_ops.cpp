@@ -282,7 +282,10 @@ void resize_build(BuildContext& ctx) {
     const int xper = ctx.caps().is_cpu() ? static_cast<int>(wo) : 1;
     const size_t gx = static_cast<size_t>((wo + xper - 1) / xper);
     ctx.launch("resize", "resize_nearest_rows", word_option(ctx, ctx.input(0).dtype) + idx,
-               {gx, static_cast<size_t>(ho), static_cast<size_t>(planes)}, {}, ctx.in_buf(0), ctx.out_buf(0),
+               {gx, static_cast<size_t>(ho), static_cast<size_t>(planes)},
+               // One row per work-group on CPUs: a size the driver picks would differ by shape,
+               // and PoCL generates code per work-group size.
+               ctx.caps().is_cpu() ? std::vector<size_t>{1, 1, 1} : std::vector<size_t>{}, ctx.in_buf(0), ctx.out_buf(0),
                ctx.params(tab.data(), ho * sizeof(int32_t)), ctx.params(tab.data() + ho, wo * sizeof(int32_t)), static_cast<int32_t>(hi), static_cast<int32_t>(wi), static_cast<int32_t>(ho),
                static_cast<int32_t>(wo), static_cast<int32_t>(xper));
     return;

@@ -281,6 +281,56 @@ TEST(Optimizer, FoldsInputAffineIntoUnpaddedConv) {
   }
 }
 
+// Scalar Mul/Add after a 1x1 conv's activation that feed a padded (depthwise) conv become the 1x1
+// conv's post-activation affine: applied by the pointwise kernel as it stores, by an in-place pass
+// after any other variant (forced packed, a stride-2 1x1 conv), and Add-then-Mul composes. Each
+// against the unoptimized graph.
+TEST(Optimizer, FusesPostActivationAffineAfterPointwiseConv) {
+  std::mt19937 rng(23);
+  auto scalar = [](float v) {
+    Tensor t(DType::Float32, {});
+    t.data<float>()[0] = v;
+    return t;
+  };
+  struct Case {
+    const char* name;
+    int64_t stride;
+    bool add_first;
+    const char* variants;
+  };
+  for (const Case& c : {Case{"pointwise", 1, false, ""}, Case{"add first", 1, true, ""},
+                        Case{"forced packed", 1, false, "conv=packed"}, Case{"stride 2", 2, false, ""}}) {
+    ModelBuilder m(13);
+    m.input("x", DType::Float32, {1, 8, 10, 12}).output("y");
+    m.initializer("w1", conv_weight(rng, 16, 8, 1)).initializer("b1", random_tensor({16}, rng));
+    m.initializer("wd", random_tensor({16, 1, 3, 3}, rng)).initializer("s", scalar(0.73f)).initializer("t", scalar(-0.41f));
+    attr_ints(m.node("Conv", {"x", "w1", "b1"}, {"c"}), "strides", {c.stride, c.stride});
+    m.node("Relu", {"c"}, {"r"});
+    if (c.add_first) {
+      m.node("Add", {"t", "r"}, {"u"});
+      m.node("Mul", {"u", "s"}, {"a"});
+    } else {
+      m.node("Mul", {"s", "r"}, {"u"});
+      m.node("Add", {"u", "t"}, {"a"});
+    }
+    auto& dw = m.node("Conv", {"a", "wd"}, {"y"});
+    attr_i(dw, "group", 16);
+    attr_ints(dw, "pads", {1, 1, 1, 1});
+    const std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 8, 10, 12}, rng)}};
+    std::string bytes = m.bytes();
+    ocl_infer::SessionOptions o0, o1;
+    o0.optimization_level = 0;
+    o1.kernel_variants = c.variants;
+    auto ref = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), o0).run(feeds).at("y");
+    auto s1 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), o1);
+    EXPECT_LE(rel_error(s1.run(feeds).at("y"), ref), 1e-5) << c.name;
+    const std::string graph = s1.dump("graph.json");
+    EXPECT_NE(graph.find(c.add_first ? "\"Conv\", \"Relu\", \"Add\", \"Mul\"" : "\"Conv\", \"Relu\", \"Mul\", \"Add\""),
+              std::string::npos)
+        << c.name << ": " << graph;
+  }
+}
+
 TEST(Optimizer, FusesResidualAddThenActivation) {
   std::mt19937 rng(8);
   ModelBuilder m(13);

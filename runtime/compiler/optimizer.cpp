@@ -16,7 +16,8 @@ struct PassRow {
 // activations fuse, residual adds fuse before the activation that follows them
 // (y = act(conv + r)); attention fuses before a mask Add could become a MatMul's residual; constant
 // Mul/Add left in front of an unpadded conv (after activations took theirs) fold into its weights
-// before a per-image channel scale there becomes the conv's input scale.
+// before a per-image channel scale there becomes the conv's input scale; what is left after a 1x1
+// conv becomes that conv's post-activation affine.
 const PassRow kPasses[] = {
     {"remove_identity", pass_remove_identity},
     {"dedupe_constants", pass_dedupe_constants},
@@ -30,6 +31,7 @@ const PassRow kPasses[] = {
     {"fuse_residual", pass_fuse_residual},
     {"fuse_activation", pass_fuse_activation},
     {"fold_input_affine", pass_fold_input_affine},
+    {"fuse_post_affine", pass_fuse_post_affine},
     {"fuse_channel_scale", pass_fuse_channel_scale},
     {"fuse_plane_mean", pass_fuse_plane_mean},
 };

@@ -40,6 +40,7 @@ int pass_fuse_matmul_bias(Graph& g, std::string* detail);
 int pass_fuse_residual(Graph& g, std::string* detail);
 int pass_fuse_activation(Graph& g, std::string* detail);
 int pass_fold_input_affine(Graph& g, std::string* detail);
+int pass_fuse_post_affine(Graph& g, std::string* detail);
 int pass_fuse_channel_scale(Graph& g, std::string* detail);
 int pass_fuse_plane_mean(Graph& g, std::string* detail);
 

@@ -40,7 +40,11 @@ struct Epilogue {
   const ActivationDef* act = nullptr;  // nullptr: identity
   float alpha = 0, beta = 0;           // the activation's parameters (Clip: min/max)
   int residual = -1;                   // value id added before the activation, same shape as the output
-  bool empty() const { return act == nullptr && residual < 0; }
+  // y = post_scale * act(x + residual) + post_bias (Conv only, pass fuse_post_affine: scalar Mul /
+  // Add after a 1x1 conv's activation, PP-LCNet's learnable affine blocks).
+  float post_scale = 1, post_bias = 0;
+  bool has_post() const { return post_scale != 1 || post_bias != 0; }
+  bool empty() const { return act == nullptr && residual < 0 && !has_post(); }
 };
 
 struct Node {

@@ -4,7 +4,8 @@
 // computed in double precision. Zero padding would see c at the borders, so only convs without
 // padding qualify (1x1 convs, VALID windows). PP-LCNet's "learnable affine blocks" (a scalar Mul
 // and Add after every activation, PP-OCRv4's detector and recognizer) are the pattern: half of
-// them feed a 1x1 conv.
+// them feed a 1x1 conv. The rest, after a 1x1 conv, become its post-activation affine
+// (pass_fuse_post_affine below).
 #include <cmath>
 
 #include "ops/core/op_def.hpp"
@@ -137,6 +138,60 @@ int pass_fold_input_affine(Graph& g, std::string* detail) {
   if (detail)
     *detail = std::to_string(folded) + " constant Mul/Add in front of " + std::to_string(convs) +
               " unpadded Conv folded into their weights";
+  return folded;
+}
+
+// What fold_input_affine could not take (the chain feeds a padded conv, e.g. a depthwise one): a
+// chain of scalar Mul / Add after an ungrouped 1x1 Conv becomes that conv's post-activation affine
+// (Epilogue::post_scale / post_bias), which the pointwise kernel applies as it stores; other
+// variants add one in-place pass (ops/conv_ops.cpp).
+int pass_fuse_post_affine(Graph& g, std::string* detail) {
+  int convs = 0, folded = 0;
+  for (size_t pi = 0; pi < g.nodes.size(); ++pi) {
+    Node& conv = g.nodes[pi];
+    if (conv.removed || conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 ||
+        conv.outputs[0] < 0 || conv.epilogue.has_post() || conv.inputs.size() < 2 || conv.inputs[1] < 0)
+      continue;
+    const Shape& ws = g.values[conv.inputs[1]].shape;
+    const int x = conv.outputs[0];
+    if (ws.size() < 3 || conv.attr_int("group", 1) != 1 || g.values[x].dtype != DType::Float32) continue;
+    bool one_by_one = true;
+    for (size_t d = 2; d < ws.size(); ++d) one_by_one &= ws[d] == 1;
+    if (!one_by_one) continue;
+    double a = 1, c = 0;
+    std::vector<int> chain;
+    int v = x;
+    while (chain.size() < 4) {
+      const int ri = g.sole_reader(v);
+      if (ri < 0) break;
+      const Node& r = g.nodes[ri];
+      if ((r.op_type != "Mul" && r.op_type != "Add") || !r.domain.empty() || r.inputs.size() != 2 ||
+          r.outputs.size() != 1 || r.outputs[0] < 0 || r.inputs[0] == r.inputs[1])
+        break;
+      const int k = r.inputs[0] == v ? r.inputs[1] : r.inputs[0];
+      if (!is_const_f32(g, k) || numel(g.values[k].shape) != 1 || g.values[r.outputs[0]].shape != g.values[x].shape)
+        break;
+      const double val = host_get_f(*g.values[k].data, 0);
+      if (r.op_type == "Mul") a *= val, c *= val;
+      else c += val;
+      chain.push_back(ri);
+      v = r.outputs[0];
+    }
+    if (chain.empty() || !std::isfinite(a) || !std::isfinite(c)) continue;
+    conv.epilogue.post_scale = static_cast<float>(a);
+    conv.epilogue.post_bias = static_cast<float>(c);
+    for (int ri : chain) {
+      absorb(conv, g.nodes[ri]);
+      g.nodes[ri].removed = true;
+    }
+    conv.outputs[0] = v;
+    g.values[v].producer = static_cast<int>(pi);
+    ++convs;
+    folded += static_cast<int>(chain.size());
+  }
+  if (detail)
+    *detail = std::to_string(folded) + " scalar Mul/Add after " + std::to_string(convs) +
+              " 1x1 Conv fused as their post-activation affine";
   return folded;
 }
 

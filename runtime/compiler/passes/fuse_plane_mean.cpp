@@ -27,7 +27,7 @@ int pass_fuse_plane_mean(Graph& g, std::string* detail) {
     Node& conv = g.nodes[ci];
     // A depthwise conv (one input channel per group), without a fused input scale, with one output.
     if (conv.removed || conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2 ||
-        conv.inputs.size() > 3 || conv.outputs.size() != 1 || conv.outputs[0] != y)
+        conv.inputs.size() > 3 || conv.outputs.size() != 1 || conv.outputs[0] != y || conv.epilogue.has_post())
       continue;
     const int x = conv.inputs[0], w = conv.inputs[1];
     if (x < 0 || w < 0 || !g.values[x].shape_known || !g.values[w].shape_known || g.values[w].shape.size() < 3)
