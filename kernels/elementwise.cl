@@ -323,16 +323,27 @@ __kernel void ew_binary(__global const TA* a, __global const TB* b, __global TO*
 // A mode-3 block with INNER 1 (the output's last dims) steps along the chunk like a mode-0 operand
 // (the host then has COUNT a multiple of EW_CHUNK); any other stays at its chunk's first index.
 #define CHUNK_STEPS(mode, inner) ((mode) == 0 || ((mode) == 3 && (inner) == 1))
+// ew_binary_chunk takes its mode-3 blocks' INNER and COUNT as arguments (one program for every
+// shape of, e.g., an SE block's per-channel Mul: a program per shape cost ~0.05 s of code
+// generation each at a first run) and only whether INNER is 1 as -DSTEP_A / -DSTEP_B.
+#ifndef STEP_A
+#define STEP_A 0
+#endif
+#ifndef STEP_B
+#define STEP_B 0
+#endif
+#define CHUNK_STEPS_RT(mode, step) ((mode) == 0 || ((mode) == 3 && (step)))
 #if defined(G) && defined(EW_CHUNK) && !defined(CHECK_ZERO_DIVISOR)
-__kernel void ew_binary_chunk(__global const TA* a, __global const TB* b, __global TO* y, long n) {
+__kernel void ew_binary_chunk(__global const TA* a, __global const TB* b, __global TO* y, long n, long inner_a,
+                              long count_a, long inner_b, long count_b) {
   const long i0 = (long)get_global_id(0) * EW_CHUNK;
   if (i0 >= n) return;
   __global const long* meta = 0;  // INDEX's strided branch, never taken here
-  const long ia = INDEX(IDX_A, i0, 0, INNER_A, COUNT_A), ib = INDEX(IDX_B, i0, 1, INNER_B, COUNT_B);
+  const long ia = INDEX(IDX_A, i0, 0, inner_a, count_a), ib = INDEX(IDX_B, i0, 1, inner_b, count_b);
 #pragma unroll
   for (int k = 0; k < EW_CHUNK; ++k) {
-    CA x = LD(SA, a, CHUNK_STEPS(IDX_A, INNER_A) ? ia + k : ia);
-    CB z = LD(SB, b, CHUNK_STEPS(IDX_B, INNER_B) ? ib + k : ib);
+    CA x = LD(SA, a, CHUNK_STEPS_RT(IDX_A, STEP_A) ? ia + k : ia);
+    CB z = LD(SB, b, CHUNK_STEPS_RT(IDX_B, STEP_B) ? ib + k : ib);
     ST(SO, y, i0 + k, (CO)(G(x, z)));
   }
 }

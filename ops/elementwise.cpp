@@ -58,6 +58,10 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   if (out.shape.empty()) meta.push_back(1);
   bool any_strided = false;
   std::vector<std::pair<int64_t, int64_t>> blocks;  // INNER and COUNT of each mode-3 input
+  // The same per input (1, 1 when not mode 3); as build options for every kernel but
+  // ew_binary_chunk, which takes them as arguments (and only whether INNER is 1 as an option).
+  std::pair<int64_t, int64_t> block_of[3] = {{1, 1}, {1, 1}, {1, 1}};
+  std::string block_opts, step_opts;
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Shape& s = inputs[k].shape;
     int mode = 2;
@@ -89,8 +93,10 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
         for (int d = first; d <= last; ++d) count *= out.shape[d];
         mode = 3;
         blocks.push_back({inner, count});
-        opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] + "=" +
-                std::to_string(count) + "L";
+        block_of[k] = {inner, count};
+        block_opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] +
+                      "=" + std::to_string(count) + "L";
+        if (inner == 1) step_opts += std::string(" -DSTEP") + suffix[k] + "=1";
       }
     }
     opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
@@ -102,6 +108,8 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (n == 0) return;
   const std::string file = "elementwise";
+  const std::string opts_rt = opts + step_opts;  // ew_binary_chunk's
+  opts += block_opts;
   if (inputs.size() == 1) {
     ctx.launch(file, "ew_unary", opts, global, {local}, inputs[0].mem, out.mem, n);
     return;
@@ -127,8 +135,9 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   }
   if (inputs.size() == 2 && !any_strided && !checked) {
     if (chunk) {
-      ctx.launch(file, "ew_binary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), chunks, {local},
-                 inputs[0].mem, inputs[1].mem, out.mem, n);
+      ctx.launch(file, "ew_binary_chunk", opts_rt + " -DEW_CHUNK=" + std::to_string(chunk), chunks, {local},
+                 inputs[0].mem, inputs[1].mem, out.mem, n, block_of[0].first, block_of[0].second, block_of[1].first,
+                 block_of[1].second);
       return;
     }
     // Else a row per work-item where every broadcast block has the same inner extent (7x7

@@ -81,6 +81,11 @@ TEST(Elementwise, BinaryBroadcastMatchesReference) {
                                   {{1, 1, 4, 8}, {1, 3, 4, 8}, {1, 3, 4, 8}},
                                   {{5, 1, 7}, {2, 5, 1, 7}, {2, 5, 1, 7}},
                                   {{4, 6, 1}, {4, 6, 8}, {4, 6, 8}},
+                                  // The same blocks on the right operand (block sizes are kernel
+                                  // arguments: one program for all shapes).
+                                  {{4, 6, 8}, {6, 8}, {4, 6, 8}},
+                                  {{1, 3, 4, 8}, {1, 1, 4, 8}, {1, 3, 4, 8}},
+                                  {{2, 3, 4, 16}, {1, 3, 1, 1}, {2, 3, 4, 16}},
                                   // A row per work-item (ew_binary_rows): blocks of 49, 9 (left
                                   // operand, batch 2) and 25 (rank-3 operand) that 4 does not divide.
                                   {{1, 5, 7, 7}, {1, 5, 1, 1}, {1, 5, 7, 7}},
