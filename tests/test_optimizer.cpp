@@ -50,6 +50,13 @@ Result check_same(const ModelBuilder& m, const std::map<std::string, Tensor>& fe
 
 Tensor conv_weight(std::mt19937& rng, int64_t co, int64_t ci, int64_t k) { return random_tensor({co, ci, k, k}, rng); }
 
+// A float32 scalar constant.
+Tensor scalar(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
 TEST(Optimizer, RemovesIdentityAndDropout) {
   ModelBuilder m(13);
   m.input("x", DType::Float32, {2, 5}).output("y");
@@ -175,11 +182,6 @@ TEST(Optimizer, FusesDecomposedSiluAndGelu) {
     ModelBuilder m(13);
     m.input("a", DType::Float32, {3, 8}).output("y");
     m.initializer("b", random_tensor({8, 5}, rng));
-    auto scalar = [](float v) {
-      Tensor t(DType::Float32, {});
-      t.data<float>()[0] = v;
-      return t;
-    };
     m.initializer("sqrt2", scalar(1.4142135f)).initializer("one", scalar(1.f)).initializer("half", scalar(0.5f));
     m.node("MatMul", {"a", "b"}, {"x"});
     m.node("Div", {"x", "sqrt2"}, {"d"});
@@ -197,11 +199,6 @@ TEST(Optimizer, FusesDecomposedSiluAndGelu) {
 // or a + 2 keep their nodes. Inputs span [-5, 5] so both Clip bounds are crossed.
 TEST(Optimizer, FusesDecomposedHardSwish) {
   std::mt19937 rng(17);
-  auto scalar = [](float v) {
-    Tensor t(DType::Float32, {});
-    t.data<float>()[0] = v;
-    return t;
-  };
   // order: 0 = (x * c) / 6, 1 = x * (c / 6), 2 = (x * c) * (1/6), 3 = x * (c * (1/6)).
   struct Case {
     int order;
@@ -287,11 +284,6 @@ TEST(Optimizer, FoldsInputAffineIntoUnpaddedConv) {
 // against the unoptimized graph.
 TEST(Optimizer, FusesPostActivationAffineAfterPointwiseConv) {
   std::mt19937 rng(23);
-  auto scalar = [](float v) {
-    Tensor t(DType::Float32, {});
-    t.data<float>()[0] = v;
-    return t;
-  };
   struct Case {
     const char* name;
     int64_t stride;

@@ -1,6 +1,7 @@
 #include "runtime/compiler/optimizer.hpp"
 
 #include "ops/core/op_def.hpp"
+#include "runtime/ir/host_math.hpp"
 
 namespace oi {
 
@@ -64,6 +65,28 @@ void replace_uses(Graph& g, int from, int to) {
       if (in == from) in = to;
     if (n.epilogue.residual == from) n.epilogue.residual = to;
   }
+}
+
+bool is_const_f32(const Graph& g, int v) {
+  return v >= 0 && g.values[v].data && g.values[v].dtype == DType::Float32;
+}
+
+std::vector<double> per_channel(const Graph& g, int v, int64_t C, size_t out_rank) {
+  if (!is_const_f32(g, v)) return {};
+  const Tensor& t = *g.values[v].data;
+  std::vector<double> r(C);
+  if (t.numel() == 1) {
+    for (auto& x : r) x = host_get_f(t, 0);
+    return r;
+  }
+  // Shapes like [C,1,1], [1,C,1,1] (rank <= out_rank, channel at axis 1 of the output).
+  if (t.shape.size() > out_rank) return {};
+  Shape padded(out_rank - t.shape.size(), 1);
+  padded.insert(padded.end(), t.shape.begin(), t.shape.end());
+  for (size_t d = 0; d < out_rank; ++d)
+    if ((d == 1 && padded[d] != C) || (d != 1 && padded[d] != 1)) return {};
+  for (int64_t c = 0; c < C; ++c) r[c] = host_get_f(t, c);
+  return r;
 }
 
 void absorb(Node& into, const Node& absorbed) {

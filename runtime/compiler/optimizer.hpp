@@ -49,5 +49,10 @@ int pass_fuse_plane_mean(Graph& g, std::string* detail);
 void replace_uses(Graph& g, int from, int to);
 // Records that `into` now also computes `absorbed` (for dumps and profiles).
 void absorb(Node& into, const Node& absorbed);
+// A float32 constant value.
+bool is_const_f32(const Graph& g, int v);
+// Per-channel values of a float32 constant that broadcasts against an output of rank `out_rank`
+// ([N, C, ...], or [M, C] for Gemm) along axis 1 only, or a single value; empty when it does not.
+std::vector<double> per_channel(const Graph& g, int v, int64_t C, size_t out_rank);
 
 }  // namespace oi

@@ -11,10 +11,6 @@ namespace oi {
 
 namespace {
 
-bool is_const_f32(const Graph& g, int v) {
-  return v >= 0 && g.values[v].data && g.values[v].dtype == DType::Float32;
-}
-
 // The producer's per-channel affine trait and its channel count, or -1 when `p` cannot absorb an
 // affine (no trait, already fused work, non-constant weights, ...).
 int64_t out_channels(const Graph& g, int pi, const ChannelAffine** affine) {
@@ -59,27 +55,6 @@ void apply_affine(Graph& g, int pi, const ChannelAffine& a, const std::vector<do
     one.f = 1.f;
     q.attrs[a.bias_scale_attr] = one;
   }
-}
-
-// Per-channel values of a constant that broadcasts against [N, C, ...] (or [M, C] for Gemm) along
-// the channel axis only; empty when it does not.
-std::vector<double> per_channel(const Graph& g, int v, int64_t C, size_t out_rank) {
-  if (!is_const_f32(g, v)) return {};
-  const Tensor& t = *g.values[v].data;
-  std::vector<double> r(C);
-  if (t.numel() == 1) {
-    for (auto& x : r) x = host_get_f(t, 0);
-    return r;
-  }
-  // Accept shapes like [C,1,1], [1,C,1,1] (rank <= out_rank, channel at axis 1 of the output).
-  Shape s = t.shape;
-  if (s.size() > out_rank) return {};
-  Shape padded(out_rank - s.size(), 1);
-  padded.insert(padded.end(), s.begin(), s.end());
-  for (size_t d = 0; d < out_rank; ++d)
-    if ((d == 1 && padded[d] != C) || (d != 1 && padded[d] != 1)) return {};
-  for (int64_t c = 0; c < C; ++c) r[c] = host_get_f(t, c);
-  return r;
 }
 
 }  // namespace

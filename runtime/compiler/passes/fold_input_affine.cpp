@@ -16,29 +16,6 @@ namespace oi {
 
 namespace {
 
-bool is_const_f32(const Graph& g, int v) {
-  return v >= 0 && g.values[v].data && g.values[v].dtype == DType::Float32;
-}
-
-// Values of a constant that broadcasts over [N, C, spatial...] along C only (or is a scalar), per
-// channel; empty if it does not.
-std::vector<double> channel_values(const Graph& g, int v, int64_t C, size_t rank) {
-  if (!is_const_f32(g, v)) return {};
-  const Tensor& t = *g.values[v].data;
-  std::vector<double> r(C);
-  if (t.numel() == 1) {
-    for (auto& x : r) x = host_get_f(t, 0);
-    return r;
-  }
-  if (t.shape.size() > rank) return {};
-  Shape s(rank - t.shape.size(), 1);
-  s.insert(s.end(), t.shape.begin(), t.shape.end());
-  for (size_t d = 0; d < rank; ++d)
-    if ((d == 1 && s[d] != C) || (d != 1 && s[d] != 1)) return {};
-  for (int64_t c = 0; c < C; ++c) r[c] = host_get_f(t, c);
-  return r;
-}
-
 // A Conv whose windows never leave the input: no explicit pads, or SAME with a 1x1 kernel.
 bool unpadded(const Node& n, const Shape& w) {
   const std::string ap = n.attr_string("auto_pad", "NOTSET");
@@ -85,7 +62,7 @@ int pass_fold_input_affine(Graph& g, std::string* detail) {
       int u = p.inputs[0], k = p.inputs[1];
       if (g.values[u].data) std::swap(u, k);
       if (u < 0 || g.values[u].data || g.values[u].dtype != DType::Float32 || g.values[u].shape != xs) break;
-      const std::vector<double> val = channel_values(g, k, C, xs.size());
+      const std::vector<double> val = per_channel(g, k, C, xs.size());
       if (val.empty()) break;
       for (int64_t ch = 0; ch < C; ++ch) {
         if (p.op_type == "Add") c[ch] += a[ch] * val[ch];
