@@ -327,9 +327,9 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 #define PIX (PXB * PXV)
 // -DPOST_AFFINE: y = post_s * epilogue(x) + post_b (a scalar Mul / Add after the activation).
 #ifdef POST_AFFINE
-#define POST_AFFINE(v) fma((v), (xvec)post_s, (xvec)post_b)
+#define APPLY_POST_AFFINE(v) fma((v), (xvec)post_s, (xvec)post_b)
 #else
-#define POST_AFFINE(v) (v)
+#define APPLY_POST_AFFINE(v) (v)
 #endif
 
 // conv_f32_pointwise: a 1x1 conv (stride 1, no padding) over P = D*H*W pixels, with the roles
@@ -410,7 +410,7 @@ __attribute__((always_inline)) static inline void pw_block(
     xvec t = r[k];
     if (residual) t += LDN(RS, PXB, residual + o, 0);
     t = EPILOGUE_VEC(t, PXB);
-    STN(YS, PXB, Y + o, 0, POST_AFFINE(EPILOGUE_CLAMP_VEC(t, xvec, act_lo, act_hi)));
+    STN(YS, PXB, Y + o, 0, APPLY_POST_AFFINE(EPILOGUE_CLAMP_VEC(t, xvec, act_lo, act_hi)));
   }
 #else
   // Only the run-time clamp and residual: unrolled (rolled, mobilenet_v2's expansions with ReLU6
@@ -424,7 +424,7 @@ __attribute__((always_inline)) static inline void pw_block(
         const long o = y0 + (long)c * P + p0 + v * PXB;
         xvec r = acc[c][v];
         if (residual) r += LDN(RS, PXB, residual + o, 0);
-        STN(YS, PXB, Y + o, 0, POST_AFFINE(EPILOGUE_CLAMP_VEC(r, xvec, act_lo, act_hi)));
+        STN(YS, PXB, Y + o, 0, APPLY_POST_AFFINE(EPILOGUE_CLAMP_VEC(r, xvec, act_lo, act_hi)));
       }
     }
   }
