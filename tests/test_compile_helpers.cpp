@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/backend/cl_runtime.hpp"
+#include "runtime/backend/program_bundle.hpp"
 #include "tests/model_builder.hpp"
 #include "tests/reference_ops.hpp"
 
@@ -257,11 +258,13 @@ TEST(CompileHelpers, FailingHelpersChangeNothing) {
   EXPECT_LT(reference::rel_error(r.y, want), 1e-5);
 }
 
-// The job of the one helper that a first run of (m, x) starts, saved by a wrapper around the
-// helper executable in `dir`; empty when none was saved.
+// The job of the one compile helper that a first run of (m, x) starts, saved by a wrapper around
+// the helper executable in `dir` (not the tier-up's job, which the same executable gets after the
+// run); empty when none was saved.
 std::string saved_job(const ModelBuilder& m, const Tensor& x, const std::string& dir) {
   const std::string saved = dir + "/saved-job.txt", wrapper = dir + "/wrapper.sh";
-  std::ofstream(wrapper) << "#!/bin/sh\ncp \"$2\" '" << saved << "'\nexec '" << cli_path() << "' \"$@\"\n";
+  std::ofstream(wrapper) << "#!/bin/sh\nhead -n 1 \"$2\" | grep -q 'compile job' && cp \"$2\" '" << saved
+                         << "'\nexec '" << cli_path() << "' \"$@\"\n";
   chmod(wrapper.c_str(), 0755);
   {
     const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
@@ -390,7 +393,7 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   // The stride-2 conv's output rows (10) are wider than a vector (8): both convs have quick kernels.
   const Tensor first = s.run({{"x", x}}).at("y");
-  ASSERT_TRUE(said(log, "used quick kernels for 2 launches")) << testing::PrintToString(log);
+  ASSERT_TRUE(said(log, "2 launches ran first-run kernels")) << testing::PrintToString(log);
   EXPECT_LT(reference::rel_error(first, want), 1e-5);
   // Later runs until the background process is done (it compiles two kernels and a few others).
   bool swapped = false;
@@ -410,7 +413,7 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   so.log = [&log2](const std::string& line) { log2.push_back(line); };
   auto s2 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   EXPECT_EQ(s2.run({{"x", x}}).at("y").bytes, first.bytes);
-  EXPECT_FALSE(said(log2, "quick kernels")) << testing::PrintToString(log2);
+  EXPECT_FALSE(said(log2, "first-run kernels")) << testing::PrintToString(log2);
   EXPECT_FALSE(said(log2, "helper process")) << "every kernel is in the ledger: " << testing::PrintToString(log2);
   // So does a session without first-run kernels, which finds the bundle through the registry.
   {
@@ -431,7 +434,85 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
   so.log = [&log3](const std::string& line) { log3.push_back(line); };
   auto s3 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   EXPECT_EQ(s3.run({{"x", x}}).at("y").bytes, first.bytes);
-  EXPECT_FALSE(said(log3, "quick kernels")) << testing::PrintToString(log3);
+  EXPECT_FALSE(said(log3, "first-run kernels")) << testing::PrintToString(log3);
+}
+
+// A plan of several programs runs its first run on unoptimised code (the driver's lowest
+// optimisation level: fast to compile, slow to run), with the same bits as the plan's own kernels;
+// the tier-up then brings the own kernels, and the values stay the same.
+TEST(CompileHelpers, UnoptimisedFirstRunThenTierUp) {
+  SKIP_UNLESS_HELPERS_APPLY();
+  const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  const Model model(41, 3);
+  const std::string bytes = model.m.bytes();
+  Tensor own;
+  {
+    const ScopedEnv off("OCL_INFER_FIRST_RUN_KERNELS", "0");
+    std::vector<std::string> log;
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(),
+                                             logging_options(make_temp_dir("helpers-o0-own"), &log));
+    own = s.run({{"x", model.x}}).at("y");
+    EXPECT_FALSE(said(log, "first-run kernels")) << testing::PrintToString(log);
+  }
+  EXPECT_LT(reference::rel_error(own, model.reference()), 1e-5);
+  std::vector<std::string> log;
+  auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(),
+                                           logging_options(make_temp_dir("helpers-o0"), &log));
+  const Tensor first = s.run({{"x", model.x}}).at("y");
+  ASSERT_TRUE(said(log, "of them unoptimised code")) << testing::PrintToString(log);
+  EXPECT_TRUE(said(log, "-cl-opt-disable")) << "a program built so: " << testing::PrintToString(log);
+  EXPECT_EQ(first.bytes, own.bytes) << "unoptimised code computes the same bits";
+  bool swapped = false;
+  for (int i = 0; i < 600 && !swapped; ++i) {
+    usleep(100000);
+    EXPECT_EQ(s.run({{"x", model.x}}).at("y").bytes, own.bytes) << "run " << i;
+    swapped = said(log, "the plan's own kernels are compiled; plan built again");
+  }
+  ASSERT_TRUE(swapped) << "no tier-up within 60 s: " << testing::PrintToString(log);
+  EXPECT_EQ(s.run({{"x", model.x}}).at("y").bytes, own.bytes);
+}
+
+// Which launches go unoptimised: programs whose guessed slowdown is small, cheapest first, within
+// the plan's budget; none on a GPU, in a plan of few programs, or when turned off.
+TEST(CompileHelpers, UnoptimisedFirstRunPicksCheapPrograms) {
+  oi::DeviceCaps cpu;
+  cpu.type = oi::DeviceClass::CPU;
+  cpu.compute_units = 2;
+  cpu.native_vector_width_float = 16;  // 32 lanes: 128 GFLOP/s guessed, 150 ms at 16x = 1.2 GFLOP
+  std::vector<oi::UnoptimizedCandidate> launches;
+  const auto add = [&launches](const std::string& program, double flops) {
+    launches.push_back({program, flops, 0, true});
+  };
+  for (int i = 0; i < 6; ++i) add("small" + std::to_string(i), 1e7);  // 1.25 ms each
+  add("big", 2e9);                                                   // 250 ms
+  for (int i = 0; i < 3; ++i) add("shared", 5e8);                    // 62.5 ms each, 187.5 together
+  add("small0", 1e7);
+  launches.back().eligible = false;
+  launches.push_back({"copy", 0, 1e8, true});  // 100 MB: 6.25 ms at 16 GB/s, 100 ms at 16x
+  std::vector<bool> pick = oi::pick_unoptimized(launches, cpu);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(pick[i]) << i;
+  EXPECT_FALSE(pick[6]) << "a program whose launch is guessed 250 ms slower";
+  for (int i = 7; i < 10; ++i) EXPECT_FALSE(pick[i]) << "three launches of one program: 187.5 ms together";
+  EXPECT_FALSE(pick[10]) << "not eligible";
+  EXPECT_TRUE(pick[11]) << "100 ms of copying, guessed";
+  // The plan's budget (500 ms): of twelve programs of 100 ms each, five.
+  std::vector<oi::UnoptimizedCandidate> many;
+  for (int i = 0; i < 12; ++i) many.push_back({"p" + std::to_string(i), 8e8, 0, true});
+  pick = oi::pick_unoptimized(many, cpu);
+  EXPECT_EQ(std::count(pick.begin(), pick.end(), true), 5);
+  // Five programs: none.
+  many.erase(many.begin() + 5, many.end());
+  for (auto& l : many) l.flops = 1e6;
+  pick = oi::pick_unoptimized(many, cpu);
+  EXPECT_EQ(std::count(pick.begin(), pick.end(), true), 0);
+  // A GPU, or turned off: none.
+  oi::DeviceCaps gpu = cpu;
+  gpu.type = oi::DeviceClass::GPU;
+  pick = oi::pick_unoptimized(launches, gpu);
+  EXPECT_EQ(std::count(pick.begin(), pick.end(), true), 0);
+  const ScopedEnv off("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "0");
+  pick = oi::pick_unoptimized(launches, cpu);
+  EXPECT_EQ(std::count(pick.begin(), pick.end(), true), 0);
 }
 
 // A helper that never runs (a helper executable that fails at once): the session does not keep
@@ -452,7 +533,7 @@ TEST(CompileHelpers, FirstRunKernelsWithoutAHelperGoBackToTheOwn) {
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   const Tensor first = s.run({{"x", x}}).at("y");
   EXPECT_LT(reference::rel_error(first, reference::conv2d(x, w, nullptr, 1, 6)), 1e-5);
-  ASSERT_TRUE(said(log, "used quick kernels for 1 launches")) << testing::PrintToString(log);
+  ASSERT_TRUE(said(log, "1 launches ran first-run kernels")) << testing::PrintToString(log);
   bool own = false;
   for (int i = 0; i < 100 && !own; ++i) {
     usleep(100000);
@@ -486,7 +567,7 @@ TEST(CompileHelpers, FirstRunKernelsInASegmentedModel) {
     auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
     first = s.run({{"x", x}});
   }
-  ASSERT_TRUE(said(log, "used quick kernels for 1 launches")) << testing::PrintToString(log);
+  ASSERT_TRUE(said(log, "1 launches ran first-run kernels")) << testing::PrintToString(log);
   EXPECT_LT(reference::rel_error(first.at("y"), want), 1e-5);
   int64_t positive = 0;
   for (int64_t i = 0; i < want.numel(); ++i) positive += want.data<float>()[i] > 0;
@@ -505,7 +586,7 @@ TEST(CompileHelpers, FirstRunKernelsInASegmentedModel) {
   so.log = [&log2](const std::string& line) { log2.push_back(line); };
   auto s2 = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   const auto second = s2.run({{"x", x}});
-  EXPECT_FALSE(said(log2, "quick kernels")) << testing::PrintToString(log2);
+  EXPECT_FALSE(said(log2, "first-run kernels")) << testing::PrintToString(log2);
   EXPECT_EQ(second.at("y").bytes, first.at("y").bytes);
   EXPECT_EQ(second.at("nz").bytes, first.at("nz").bytes);
 }
@@ -517,6 +598,9 @@ TEST(CompileHelpers, WarmStartStoresBinariesInTheBackground) {
   SKIP_UNLESS_HELPERS_APPLY();
   const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
   const ScopedEnv policy("OCL_INFER_STORE_BINARIES", "background");  // whatever the programs cost
+  // The cold start with the plan's own kernels (no tier-up: its background process would make the
+  // later starts load its bundle from the driver's cache instead).
+  const ScopedEnv own("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "0");
   const Model model(13, 9);
   const std::string dir = make_temp_dir("helpers-store");
   const RunResult cold = run(model, dir);

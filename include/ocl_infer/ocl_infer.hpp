@@ -189,6 +189,12 @@ struct SessionOptions {
   // Stop measuring new problems after this many seconds of tuning (0: no limit); the rest keep
   // the heuristics.
   double tune_budget_seconds = 0;
+  // On a driver that compiles each kernel at its first launch (PoCL), a plan whose kernels are not
+  // compiled yet runs its first run on first-run kernels (quick variants, and unoptimised code
+  // where that costs little: a 1.5-2x faster cold start) while a background process compiles the
+  // plan's own, which later runs take up (docs/cli.md, "Compile helpers"). false: the plan's own
+  // kernels from the first run (what a benchmark of a cold cache wants to measure).
+  bool first_run_kernels = true;
   // Idle-worker markers per kernel launch (see docs/cli.md, "Kernel boundaries on CPU devices"): a
   // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
   // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when

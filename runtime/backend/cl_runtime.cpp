@@ -1169,7 +1169,8 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::unbuilt_units(
     const std::string key = file + '\n' + options;
     std::vector<std::pair<std::string, std::string>> defines;
     if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
-        pending_.count(key + extra_build_options()) || !parse_define_options(options, &defines))
+        pending_.count(key + extra_build_options()) ||
+        !parse_define_options(without_unoptimized_flag(options), &defines))
       continue;
     todo.push_back({file, options});
   }
@@ -1184,10 +1185,15 @@ void ClRuntime::build_bundle(const std::vector<std::pair<std::string, std::strin
   if (env_is("OCL_INFER_BUNDLE", "0")) return;
   const bool strict = env_is("OCL_INFER_BUNDLE_STRICT", "1");
   const std::vector<std::pair<std::string, std::string>> todo = unbuilt_units(units);
-  if (todo.size() < 2) return;
-  const std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(todo);
-  if (chosen.size() < 2) return;
-  build_bundle_now(chosen, strict);
+  // Units at the lowest optimisation level (a first run's) and the others make a bundle each.
+  for (const bool unoptimized : {false, true}) {
+    std::vector<std::pair<std::string, std::string>> group;
+    for (const auto& u : todo)
+      if (has_unoptimized_flag(u.second) == unoptimized) group.push_back(u);
+    if (group.size() < 2) continue;
+    const std::vector<std::pair<std::string, std::string>> chosen = choose_bundle_units(group, todo.size());
+    if (chosen.size() >= 2) build_bundle_now(chosen, strict);
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> ClRuntime::fresh_bundle(
@@ -1271,7 +1277,7 @@ void ClRuntime::note_separate_build(const std::string& file, const std::string& 
 }
 
 std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
-    const std::vector<std::pair<std::string, std::string>>& todo) {
+    const std::vector<std::pair<std::string, std::string>>& todo, size_t plan_units) {
   if (cache_dir_.empty()) return todo;
   std::vector<uint64_t> ids;
   std::string plan_text;
@@ -1295,7 +1301,7 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::choose_bundle_units(
   // out the units that an earlier bundle built, so that a program shared by many small models is
   // compiled once more on its own and then shared; a large one (a real network) keeps them in, so
   // that its warm start stays one program.
-  const bool small = todo.size() <= kSmallPlanUnits;
+  const bool small = (plan_units ? plan_units : todo.size()) <= kSmallPlanUnits;
   std::vector<uint64_t> units;
   for (size_t i = 0; i < todo.size(); ++i)
     if (!separate_units_.count(ids[i]) && !(small && bundled_units_.count(ids[i]))) {
@@ -1333,7 +1339,12 @@ void ClRuntime::build_bundle_exact(const std::vector<std::pair<std::string, std:
 
 void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::string>>& todo, bool strict) {
   std::vector<BundleUnit> parts;
-  for (const auto& [file, options] : todo) parts.push_back({kernel_source(file), options});
+  const bool unoptimized = !todo.empty() && has_unoptimized_flag(todo[0].second);
+  for (const auto& [file, options] : todo) {
+    if (has_unoptimized_flag(options) != unoptimized)
+      throw ocl_infer::Error("internal: a program bundle mixes units with and without" + std::string(kUnoptimizedFlag));
+    parts.push_back({kernel_source(file), without_unoptimized_flag(options)});
+  }
   const std::string src = bundle_source(parts);
   cl_program prog = nullptr;
   try {
@@ -1346,7 +1357,7 @@ void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::s
                       "compiling " + std::to_string(todo.size()) + " kernel programs for " + dev_.info.name +
                           " (the first run on this device and driver; later runs find them in the cache)",
                       1000);
-    prog = load_or_build_source(kBundleName, src, extra_build_options());
+    prog = load_or_build_source(kBundleName, src, extra_build_options() + (unoptimized ? kUnoptimizedFlag : ""));
   } catch (const ocl_infer::KernelBuildError& e) {
     // A unit that does not build fails on its own in kernel(), with its own log. A bundle whose
     // units all build would be a fault of the bundling itself: the tests make that an error.

@@ -168,9 +168,10 @@ class ClRuntime {
   // Builds the programs of `units` ((file, options) as kernel() takes them) that no earlier call
   // built, as one program bundle (runtime/backend/program_bundle.hpp); kernel() then takes their
   // kernels from it. Fewer than two such units, or options other than -D definitions, are left to
-  // kernel(). A bundle that fails to build is logged and its units are built one by one later
-  // (with $OCL_INFER_BUNDLE_STRICT=1 that is an error when every unit builds alone; the tests set
-  // it). $OCL_INFER_BUNDLE=0 turns bundling off.
+  // kernel(); units whose options end with kUnoptimizedFlag (program_bundle.hpp) make a bundle of
+  // their own, built with that flag. A bundle that fails to build is logged and its units are
+  // built one by one later (with $OCL_INFER_BUNDLE_STRICT=1 that is an error when every unit builds
+  // alone; the tests set it). $OCL_INFER_BUNDLE=0 turns bundling off.
   void build_bundle(const std::vector<std::pair<std::string, std::string>>& units);
 
   // The (file, options) units of the bundle that holds the unit (file, options), in the bundle's
@@ -245,9 +246,10 @@ class ClRuntime {
   // plan, the units it bundled) decides: a plan seen before bundles what it bundled then (the
   // driver's cache has that program); a new one bundles the units not built on their own before
   // (those the driver's cache has as programs of their own), and a small new plan only units that
-  // no earlier program built.
+  // no earlier program built. `plan_units`: how many units the plan has in all (0: todo's), which
+  // decides whether it is small (a first run's optimised units are a part of a large plan).
   std::vector<std::pair<std::string, std::string>> choose_bundle_units(
-      const std::vector<std::pair<std::string, std::string>>& todo);
+      const std::vector<std::pair<std::string, std::string>>& todo, size_t plan_units = 0);
   // The units that nothing has built yet, each once, in the plan's order, that can go into a
   // bundle (-D options only): the same model makes the same bundle, which the driver's cache
   // then knows.

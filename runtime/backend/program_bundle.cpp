@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -59,6 +60,51 @@ std::string declared_name(const std::vector<Token>& stmt, const std::set<std::st
 }
 
 }  // namespace
+
+bool has_unoptimized_flag(const std::string& options) {
+  const size_t n = std::char_traits<char>::length(kUnoptimizedFlag);
+  return options.size() >= n && options.compare(options.size() - n, n, kUnoptimizedFlag) == 0;
+}
+
+std::string without_unoptimized_flag(const std::string& options) {
+  return has_unoptimized_flag(options)
+             ? options.substr(0, options.size() - std::char_traits<char>::length(kUnoptimizedFlag))
+             : options;
+}
+
+std::vector<bool> pick_unoptimized(const std::vector<UnoptimizedCandidate>& launches, const DeviceCaps& caps) {
+  std::vector<bool> pick(launches.size(), false);
+  if (const char* e = std::getenv("OCL_INFER_FIRST_RUN_UNOPTIMIZED"); e && std::string(e) == "0") return pick;
+  if (!caps.is_cpu()) return pick;
+  constexpr double kSlowdown = 16, kProgramMs = 150, kPlanMs = 500;
+  constexpr size_t kMinPrograms = 6;
+  // Guessed rates of the optimised kernels: 4 GFLOP/s a float lane (the Xeon's 32 lanes ran
+  // resnet18's convs at 250-300 GFLOP/s; the guess says 128) and 8 GB/s a compute unit.
+  const double units = std::max<uint32_t>(1, caps.compute_units);
+  const double flops_per_ms = units * std::max<uint32_t>(1, caps.native_vector_width_float) * 4e6,
+               bytes_per_ms = units * 8e6;
+  // Guessed slowdown and members, by program.
+  std::map<std::string, std::pair<double, std::vector<size_t>>> programs;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const UnoptimizedCandidate& l = launches[i];
+    if (!l.eligible) continue;
+    auto& p = programs[l.program];
+    p.first += kSlowdown * (l.flops / flops_per_ms + l.bytes / bytes_per_ms);
+    p.second.push_back(i);
+  }
+  if (programs.size() < kMinPrograms) return pick;
+  std::vector<std::pair<double, const std::vector<size_t>*>> order;
+  for (const auto& [key, p] : programs)
+    if (p.first <= kProgramMs) order.push_back({p.first, &p.second});
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  double total = 0;
+  for (const auto& [ms, members] : order) {
+    if (total + ms > kPlanMs) break;
+    total += ms;
+    for (size_t i : *members) pick[i] = true;
+  }
+  return pick;
+}
 
 bool parse_define_options(const std::string& options, std::vector<std::pair<std::string, std::string>>* defines) {
   size_t i = 0;

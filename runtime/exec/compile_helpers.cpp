@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <ctime>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include "ocl_infer/ocl_infer.hpp"
 #include "ops/build_context.hpp"
 #include "runtime/backend/cl_runtime.hpp"
+#include "runtime/backend/program_bundle.hpp"
 #include "runtime/exec/plan.hpp"
 
 extern char** environ;
@@ -643,6 +645,25 @@ bool first_run_kernels_apply(ClRuntime& cl) {
          cl.driver_keeps_binaries() && !helper_executable().empty();
 }
 
+std::string first_run_summary(const Plan& plan) {
+  std::string r = std::to_string(plan.first_run_kernels) + " launches ran first-run kernels";
+  if (plan.unoptimized_first_run > 0)
+    r += " (" + std::to_string(plan.unoptimized_first_run) + " of them unoptimised code)";
+  return r;
+}
+
+std::vector<bool> unoptimized_first_run(const std::vector<Launch>& launches, const std::vector<bool>& eligible,
+                                        const DeviceCaps& caps) {
+  std::vector<UnoptimizedCandidate> c;
+  c.reserve(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = launches[i];
+    c.push_back({l.file + '\n' + (l.first_run_options.empty() ? l.options : l.first_run_options), l.flops, l.bytes,
+                 eligible[i]});
+  }
+  return pick_unoptimized(c, caps);
+}
+
 uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches) {
   std::string text = cl.device_key() + '\n' + kernel_sources_hash() + '\n' + build_options_suffix() + '\n';
   for (const Launch& l : launches)
@@ -715,8 +736,8 @@ bool start_tier_up(const Plan& plan, ClRuntime& cl, const std::function<void(con
     return false;
   }
   if (log)
-    log("first run: used quick kernels for " + std::to_string(plan.first_run_kernels) +
-        " launches; a background process compiles the plan's own kernels (later runs use them once it is done)");
+    log("first run: " + first_run_summary(plan) +
+        "; a background process compiles the plan's own kernels (later runs use them once it is done)");
   return true;
 }
 

@@ -30,6 +30,7 @@
 namespace oi {
 
 class ClRuntime;
+struct DeviceCaps;
 struct Launch;
 struct Plan;
 
@@ -88,6 +89,16 @@ int store_binaries_in_background(ClRuntime& cl, const std::function<void(const s
 // launch), and later processes start with them. Applies with a writable cache folder on such a
 // driver, unless $OCL_INFER_FIRST_RUN_KERNELS=0 or $OCL_INFER_COMPILE_HELPERS=0.
 bool first_run_kernels_apply(ClRuntime& cl);
+// Which launches of a plan's first run take their kernel at the driver's lowest optimisation
+// level (Launch options + kUnoptimizedFlag): pick_unoptimized (runtime/backend/program_bundle.hpp)
+// over the launches' programs and work. Only launches that may run first-run kernels count
+// (`eligible`).
+std::vector<bool> unoptimized_first_run(const std::vector<Launch>& launches, const std::vector<bool>& eligible,
+                                        const DeviceCaps& caps);
+
+// "N launches ran first-run kernels (M of them unoptimised code)", for the log.
+std::string first_run_summary(const Plan& plan);
+
 // Names a plan by its launches with their own options (and the kernel sources, the device).
 uint64_t tier_plan_id(const ClRuntime& cl, const std::vector<Launch>& launches);
 enum class TierState {

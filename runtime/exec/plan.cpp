@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "ops/core/activation.hpp"
+#include "runtime/backend/program_bundle.hpp"
 #include "runtime/ir/host_math.hpp"
 
 namespace oi {
@@ -366,9 +367,16 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
   // that runs in segments, the first segment's plan (the session's own; later segments' plans
   // are built without them). Not for a variant the user forced.
   if (options.first_run_kernels) {
+    // Launches whose programs are not built yet, of variants the user did not force; of those, the
+    // ones whose first-run kernel is unoptimised code (unoptimized_first_run).
+    std::vector<bool> eligible(p.launches.size());
+    for (size_t i = 0; i < p.launches.size(); ++i)
+      eligible[i] = !p.launches[i].kernel && p.launches[i].variant.source != "forced" &&
+                    !p.launches[i].options.empty();  // (empty tiered_options means "not tiered")
+    const std::vector<bool> unoptimized = unoptimized_first_run(p.launches, eligible, cl.caps());
     bool any = false;
-    for (const Launch& l : p.launches)
-      any |= !l.kernel && !l.first_run_options.empty() && l.variant.source != "forced";
+    for (size_t i = 0; i < p.launches.size(); ++i)
+      any |= eligible[i] && (!p.launches[i].first_run_options.empty() || unoptimized[i]);
     if (any) {
       p.tier_id = tier_plan_id(cl, p.launches);
       std::vector<std::pair<std::string, std::string>> compiled;
@@ -384,12 +392,15 @@ Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, 
         p.tier_bundle = cl.fresh_bundle(own);
         // Unless an earlier process ran the plan's own kernels (the ledger lists them).
         if (state == TierState::Running || !own_kernels_known(cl, p))
-          for (Launch& l : p.launches)
-            if (!l.kernel && !l.first_run_options.empty() && l.variant.source != "forced") {
-              l.tiered_options = l.options;
-              l.options = l.first_run_options;
-              ++p.first_run_kernels;
-            }
+          for (size_t i = 0; i < p.launches.size(); ++i) {
+            Launch& l = p.launches[i];
+            if (!eligible[i] || (l.first_run_options.empty() && !unoptimized[i])) continue;
+            l.tiered_options = l.options;
+            l.options = (l.first_run_options.empty() ? l.options : l.first_run_options) +
+                        (unoptimized[i] ? kUnoptimizedFlag : "");
+            ++p.first_run_kernels;
+            p.unoptimized_first_run += unoptimized[i] ? 1 : 0;
+          }
       }
     }
   }

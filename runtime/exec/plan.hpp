@@ -68,6 +68,7 @@ struct Plan {
   // the plan runs its own), the plan's id over its own options, and the bundle a fresh process
   // makes of its own programs.
   int first_run_kernels = 0;
+  int unoptimized_first_run = 0;  // of those, launches of unoptimised code (kUnoptimizedFlag)
   uint64_t tier_id = 0;
   std::vector<std::pair<std::string, std::string>> tier_bundle;
 

@@ -350,7 +350,7 @@ struct Session::Impl {
   std::chrono::steady_clock::time_point tier_started{};
   void start_tier_up() {
     if (!oi::start_tier_up(*plan, *cl, [this](const std::string& m) { log(m); }))
-      log("first run: used quick kernels for " + std::to_string(plan->first_run_kernels) + " launches; " +
+      log("first run: " + oi::first_run_summary(*plan) + "; " +
           (oi::tier_state(*cl, plan->tier_id, nullptr) == oi::TierState::Running
                ? "another process compiles the plan's own kernels in the background"
                : "no background process started: a later run builds the plan with its own kernels, which "
@@ -600,7 +600,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         bundled_before = s.cl->compile_stats().bundled;
     oi::PlanOptions po = s.plan_options();
     // Not while profiling or tuning: those measure the plan's own kernels.
-    po.first_run_kernels = !s.options.profiling && !s.options.tune && oi::first_run_kernels_apply(*s.cl);
+    po.first_run_kernels = s.options.first_run_kernels && !s.options.profiling && !s.options.tune &&
+                           oi::first_run_kernels_apply(*s.cl);
     const oi::Tuner::Summary before = s.tuner->summary();
     s.plan = std::make_unique<oi::Plan>(oi::build_plan(s.model, ins, plan_time, *s.cl, po));
     const oi::Tuner::Summary& after = s.tuner->summary();
