@@ -147,11 +147,19 @@ RunResult run(const ModelBuilder& m, const Tensor& x, const std::string& cache_d
 
 RunResult run(const Model& model, const std::string& cache_dir) { return run(model.m, model.x, cache_dir); }
 
-// Sets an environment variable for one scope.
+// Sets an environment variable for one scope (then restores what it was).
 struct ScopedEnv {
   std::string name;
-  ScopedEnv(const std::string& n, const std::string& v) : name(n) { setenv(n.c_str(), v.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
+  bool had = false;
+  std::string old;
+  ScopedEnv(const std::string& n, const std::string& v) : name(n) {
+    if (const char* e = std::getenv(n.c_str())) had = true, old = e;
+    setenv(n.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
 };
 
 // A depthwise 3x3 conv of `channels` channels (weights `w` [channels, 1, 3, 3]), padding `pad` on
@@ -197,6 +205,9 @@ bool helpers_apply() {
 
 TEST(CompileHelpers, FirstRunStartsHelpersResultsUnchangedLedgerStopsTheNext) {
   SKIP_UNLESS_HELPERS_APPLY();
+  // The helpers with the plan's own kernels (no tier-up behind the run; unoptimised first runs:
+  // UnoptimisedFirstRunThenTierUp).
+  const ScopedEnv own("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "0");
   ASSERT_FALSE(kPoclCache.empty());
   const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");  // also on a one-core machine
   const Model model(3);
@@ -233,6 +244,9 @@ TEST(CompileHelpers, FirstRunStartsHelpersResultsUnchangedLedgerStopsTheNext) {
 // Helpers that fail at once, crash, or never finish (killed when the run ends) change nothing.
 TEST(CompileHelpers, FailingHelpersChangeNothing) {
   SKIP_UNLESS_HELPERS_APPLY();
+  // The helpers with the plan's own kernels (no tier-up behind the run; unoptimised first runs:
+  // UnoptimisedFirstRunThenTierUp).
+  const ScopedEnv own("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "0");
   const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
   const Model model(5);
   const Tensor want = model.reference();
@@ -295,6 +309,9 @@ std::set<std::pair<std::string, std::string>> job_kernels(const std::string& job
 // compiled kernel there for each kernel the job names.
 TEST(CompileHelpers, HelperCompilesTheJobsKernelsIntoTheDriversCache) {
   SKIP_UNLESS_HELPERS_APPLY();
+  // The helpers with the plan's own kernels (no tier-up behind the run; unoptimised first runs:
+  // UnoptimisedFirstRunThenTierUp).
+  const ScopedEnv own("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "0");
   const std::string cli = cli_path();
   ASSERT_EQ(access(cli.c_str(), X_OK), 0) << cli;
   const std::string dir = make_temp_dir("helpers-job");
@@ -443,6 +460,7 @@ TEST(CompileHelpers, FirstRunKernelsThenTierUp) {
 TEST(CompileHelpers, UnoptimisedFirstRunThenTierUp) {
   SKIP_UNLESS_HELPERS_APPLY();
   const ScopedEnv helpers("OCL_INFER_COMPILE_HELPERS", "1");
+  const ScopedEnv on("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "1");
   const Model model(41, 3);
   const std::string bytes = model.m.bytes();
   Tensor own;
@@ -475,6 +493,7 @@ TEST(CompileHelpers, UnoptimisedFirstRunThenTierUp) {
 // Which launches go unoptimised: programs whose guessed slowdown is small, cheapest first, within
 // the plan's budget; none on a GPU, in a plan of few programs, or when turned off.
 TEST(CompileHelpers, UnoptimisedFirstRunPicksCheapPrograms) {
+  const ScopedEnv on("OCL_INFER_FIRST_RUN_UNOPTIMIZED", "1");
   oi::DeviceCaps cpu;
   cpu.type = oi::DeviceClass::CPU;
   cpu.compute_units = 2;
