@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "ocl_infer/ocl_infer.hpp"
@@ -62,14 +63,13 @@ std::string declared_name(const std::vector<Token>& stmt, const std::set<std::st
 }  // namespace
 
 bool has_unoptimized_flag(const std::string& options) {
-  const size_t n = std::char_traits<char>::length(kUnoptimizedFlag);
-  return options.size() >= n && options.compare(options.size() - n, n, kUnoptimizedFlag) == 0;
+  const std::string_view flag(kUnoptimizedFlag);
+  return options.size() >= flag.size() && options.compare(options.size() - flag.size(), flag.size(), flag) == 0;
 }
 
 std::string without_unoptimized_flag(const std::string& options) {
-  return has_unoptimized_flag(options)
-             ? options.substr(0, options.size() - std::char_traits<char>::length(kUnoptimizedFlag))
-             : options;
+  return has_unoptimized_flag(options) ? options.substr(0, options.size() - std::string_view(kUnoptimizedFlag).size())
+                                       : options;
 }
 
 std::vector<bool> pick_unoptimized(const std::vector<UnoptimizedCandidate>& launches, const DeviceCaps& caps) {

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <ctime>
 #include <iterator>
-#include <map>
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
