@@ -708,7 +708,7 @@ __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void qconv_tiled(
 // their products cancel exactly; the host keeps sum |u * w'| below 2^30.
 // U8: an input value as the unsigned byte u; X_FLIP: the same for 4 bytes of a dword at once
 // (the top bit of each flipped). Shared with qmatmul_vnni below.
-#if (defined(QVNNI) || defined(QMVNNI)) && !defined(PACK_WEIGHTS)
+#if (defined(QVNNI) || defined(QMVNNI) || defined(QDWVNNI)) && !defined(PACK_WEIGHTS)
 #ifdef X_SIGNED
 #define U8(v) ((uint)((int)(v) + 128))
 #define X_FLIP 0x80808080u
@@ -1028,6 +1028,157 @@ __kernel void qconv_vnni_pw(__global const uint* restrict Xp, PW_PARAMS) {
 #endif
 #endif  // PXV
 #endif  // QVNNI
+
+// ---- depthwise convolution on x86 AVX-512 VNNI (-DQDWVNNI) -------------------------------------
+// One channel in and out per group, 2-D. A vpdpbusd lane is one output pixel and its 4 bytes are 4
+// taps of one kernel row: u at input columns p * SW + (4 * g + t) * DW (t = 0..3) for tap group g
+// of the row (TG groups; the last group's missing taps have weight 0). So a kernel row of up to 4
+// taps is one instruction for 16 pixels where the float kernel (qconv_depthwise_rows) does one
+// FMA per tap for 8 or 16. The arithmetic is that of qconv_vnni (U8, the zero point z in the
+// padding, sum w' * (u - z) = sum w' * u - z * sum w'), exact in int32.
+// Input rows are copied as bytes u into a ring of RSLOTS rows in private memory (z in the padding
+// columns and in rows outside the input), each row once, two output rows ahead of its first read
+// (as qconv_depthwise_rows). A tap group of 16 pixels: one 64-byte load from the ring row at byte
+// 16 * SW * j + 4 * DW * g, a dword shuffle giving each 16-byte lane of 4 pixels its own 16 bytes
+// (vpermd), a byte shuffle inside the lanes (vpshufb), one vpdpbusd. Needs 3 * SW + 3 * DW < 16
+// (the host checks). Wq [C][KH][TG] uints of 4 signed bytes w' = w - w_zero; wsum [C] each
+// channel's sum of w'. A work-item computes `rows` output rows of `chans` planes.
+// Global: (ceil(OH / rows), ceil(N*C / chans)).
+#if defined(QDWVNNI) && !defined(PACK_WEIGHTS)
+#define TG ((KW + 3) / 4)
+#define VBLK ((OUT_W + 15) / 16)
+#define VRING ((KH - 1) * DH + 1)
+#define VSLOTS (VRING + 2 * SH)
+#define VSLOT(ih) (((ih) + pad_h) % VSLOTS)
+// A ring row: 16 uints of z, the input row's bytes from uint 16 in whole 16-byte chunks (VCH),
+// z after them. A window starts VLEFT uints before the row's data, so that its bytes are the row's
+// shifted by VSHIFT = 4 * VLEFT - PAD_W (the byte shuffle adds VSHIFT back).
+#define VCH ((IN_W + 15) / 16)
+#define VLEFT ((PAD_W + 3) / 4)
+#define VSHIFT (4 * VLEFT - PAD_W)
+// Uints a row must hold: every window's 64-byte load, and the copy's chunks; whole 64-byte lines.
+#define VNEED (16 - VLEFT + (VBLK - 1) * 4 * SW + (TG - 1) * DW + 16)
+#define VCOPY (16 + 4 * VCH)
+#define VRB (((VNEED > VCOPY ? VNEED : VCOPY) + 15) / 16 * 16)
+typedef uchar oi_u8x64 __attribute__((ext_vector_type(64)));
+#define VDL(l) (l) * SW, (l) * SW + 1, (l) * SW + 2, (l) * SW + 3
+#define VBX(l, j, t) (16 * (l) + VSHIFT + (j) * SW + (t) * DW)
+#define VBJ(l, j) VBX(l, j, 0), VBX(l, j, 1), VBX(l, j, 2), VBX(l, j, 3)
+#define VBL(l) VBJ(l, 0), VBJ(l, 1), VBJ(l, 2), VBJ(l, 3)
+// The 16 pixels' lanes of one tap group from the 64 bytes at p (its window's start). The dword
+// step is vpermd written as inline assembly with the window as its memory operand: from the
+// shuffle LLVM 15 built each lane's 16 bytes out of 8-byte loads and inserts, and from vload16 of
+// the ring it assembled each window out of 5 loads and inserts (the kernel was no faster than the
+// float one).
+typedef struct {
+  uint v[16];
+} oi_window;
+static inline int16 vdw_lanes(const uint* p) {
+  const uint16 idx = (uint16)(VDL(0), VDL(1), VDL(2), VDL(3));
+  uint16 d;
+  __asm__("vpermd %2, %1, %0" : "=v"(d) : "v"(idx), "m"(*(const oi_window*)p));
+  const oi_u8x64 b = __builtin_astype(d, oi_u8x64);
+  return __builtin_astype(__builtin_shufflevector(b, b, VBL(0), VBL(1), VBL(2), VBL(3)), int16);
+}
+#ifdef X_SIGNED
+#define U8_16(v) (as_uchar16(v) ^ (uchar16)0x80)
+#else
+#define U8_16(v) as_uchar16(v)
+#endif
+// Input row ih into the data chunks of ring row `dst` (its other uints hold z from the kernel's
+// start on): the row's bytes, z past its end; all z for a row outside the input. Chunks are
+// stored as aligned uint4 (vstore16 of bytes into private memory became one store per byte).
+// `overread_ok`: whole 16-byte chunks from the row's start lie inside the input buffer.
+static inline void vdw_ring_row(uint4* dst, const __global XT* restrict x, int ih, int H, uint z, bool overread_ok) {
+  const uchar16 zb = (uchar16)(uchar)z;
+  if (ih < 0 || ih >= H) {
+#pragma unroll
+    for (int k = 0; k < VCH; ++k) dst[k] = as_uint4(zb);
+    return;
+  }
+  const __global XT* src = x + (long)ih * IN_W;
+#pragma unroll
+  for (int k = 0; k < IN_W / 16; ++k) dst[k] = as_uint4(U8_16(vload16(k, src)));
+#if IN_W % 16 != 0
+  if (overread_ok) {
+    // The chunk past the row's end: its lanes beyond the row keep z.
+    const uchar16 lane = (uchar16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    dst[IN_W / 16] = as_uint4(select(zb, U8_16(vload16(IN_W / 16, src)), lane < (uchar)(IN_W % 16)));
+  } else {
+    uchar t[16];
+    for (int k = 0; k < 16; ++k) t[k] = IN_W / 16 * 16 + k < IN_W ? (uchar)U8(src[IN_W / 16 * 16 + k]) : (uchar)z;
+    dst[IN_W / 16] = as_uint4(vload16(0, t));
+  }
+#endif
+}
+
+__kernel void qconv_depthwise_vnni(__global const XT* restrict X, __global const uint* restrict Wq,
+                                   __global const int* restrict wsum, __global const int* restrict bias,
+                                   __global const float* xs, __global const XT* xz, __global const float* ws,
+                                   __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C,
+                                   int H, int OH, int pad_h, int planes, int rows, int chans) {
+  const int oh0 = get_global_id(0) * rows, nc0 = get_global_id(1) * chans;
+  const int oh_end = min(OH, oh0 + rows), nc_end = min(planes, nc0 + chans);
+  OUT_PARAMS
+  const uint z = U8(xz[0]);
+  uint16 ring16[VSLOTS * VRB / 16];  // 64-byte aligned
+  for (int i = 0; i < VSLOTS * VRB / 16; ++i) ring16[i] = (uint16)(z * 0x01010101u);
+  const uint* ring = (const uint*)ring16;
+  const long buffer_end = (long)planes * H * IN_W;
+  for (int nc = nc0; nc < nc_end; ++nc) {
+    const int c = nc % C;
+    const __global XT* x = X + (long)nc * H * IN_W;
+    int16 wk[KH * TG];
+#pragma unroll
+    for (int t = 0; t < KH * TG; ++t) wk[t] = (int16)((int)Wq[(long)c * (KH * TG) + t]);
+    const int offs = BIAS(c) - (int)z * wsum[c];
+    const float mult = MULT(c);
+    int next = oh0 * SH - pad_h;  // the first input row not yet in the ring
+    for (int oh = oh0; oh < oh_end; ++oh) {
+      const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;
+      const int ahead = last + SH * min(2, oh_end - 1 - oh);
+      for (int ih = max(next, first); ih <= ahead; ++ih)
+        vdw_ring_row((uint4*)(ring16 + VSLOT(ih) * (VRB / 16) + 1), x, ih, H, z,
+                     ((long)nc * H + ih) * IN_W + VCH * 16 <= buffer_end);
+      next = ahead + 1;
+      __global YT* yrow = Y + ((long)nc * OH + oh) * OUT_W;
+      // A row narrower than its vectors: a whole vector store spills into the next rows, which
+      // this work-item writes afterwards; where that would pass its last row, lane by lane.
+      const bool spill_ok = oh + (16 * VBLK - OUT_W + OUT_W - 1) / OUT_W < oh_end;
+#pragma unroll
+      for (int j = 0; j < VBLK; ++j) {
+        int16 acc = (int16)0;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) {
+          const uint* xr = ring + VSLOT(first + kh * DH) * VRB + 16 - VLEFT + j * 4 * SW;
+#pragma unroll
+          for (int g = 0; g < TG; ++g) DPBUSD(acc, vdw_lanes(xr + g * DW), wk[kh * TG + g]);
+        }
+        const int16 t = acc + offs;
+#if defined(VEC_FINISH) || defined(OUT_I32)
+        if (16 * j + 16 <= OUT_W || (j == VBLK - 1 && spill_ok)) {
+#if defined(OUT_I32)
+          vstore16(t, 0, yrow + 16 * j);
+#else
+          FINISH_VEC(16, yrow, 16 * j, t, 0, mult);
+#endif
+          continue;
+        }
+#endif
+#if defined(VEC_FINISH)
+        YT r_[16];
+        FINISH_VEC_PRIVATE(16, r_, 0, t, 0, mult);
+        for (int l = 0; l < 16 && 16 * j + l < OUT_W; ++l) yrow[16 * j + l] = r_[l];
+#else
+        int r[16];
+        vstore16(t, 0, r);
+        for (int l = 0; l < 16 && 16 * j + l < OUT_W; ++l) FINISH(yrow, 16 * j + l, r[l], 0, mult);
+#endif
+      }
+    }
+  }
+}
+#endif  // QDWVNNI
 
 // Matrix product on x86 AVX-512 VNNI (-DQMVNNI, see qconv_vnni above for the arithmetic):
 // Y[b] = A[b] (M x K, rows at a_off[b]) x B[b_index[b]], B constant and packed as Bq

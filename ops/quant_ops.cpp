@@ -589,6 +589,56 @@ void qdw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
              i32(d.pb3[2]));
 }
 
+// vnni_dw: depthwise on x86 AVX-512 VNNI (kernels/quant.cl, qconv_depthwise_vnni): a vpdpbusd
+// lane is one output pixel, its 4 bytes 4 taps of a kernel row. 2-D, strides up to 2 and short
+// dilations (a 16-byte lane of 4 pixels holds their taps: shift + 3 * stride + 3 * dilation < 16),
+// constant weights whose every w - w_zero fits a signed byte, a ring of input rows in private
+// memory of at most 4 * kRingLimit bytes (the float kernel's limit).
+bool qdw_vnni_applies(const QConvDesc& d, const DeviceCaps& c) {
+  if (!(c.x86_vnni512 && d.const_w && d.w_fits_s8 && d.C_g == 1 && d.M_g == 1 && d.s.G > 1)) return false;
+  if (d.k3[0] != 1 || d.in3[0] != 1 || d.st3[2] > 2 || d.pb3[2] > 32 || d.k3[2] > 16) return false;
+  const int64_t left = (d.pb3[2] + 3) / 4, shift = 4 * left - d.pb3[2];
+  if (shift + 3 * d.st3[2] + 3 * d.d3[2] >= 16) return false;
+  const int64_t tg = (d.k3[2] + 3) / 4, vblk = (d.out3[2] + 15) / 16;
+  // kernels/quant.cl: VNEED, VCOPY, VRB (uints), VSLOTS.
+  const int64_t need = 16 - left + (vblk - 1) * 4 * d.st3[2] + (tg - 1) * d.d3[2] + 16;
+  const int64_t row = (std::max(need, 16 + 4 * ((d.in3[2] + 15) / 16)) + 15) / 16 * 16;
+  const int64_t slots = (d.k3[1] - 1) * d.d3[1] + 1 + 2 * d.st3[1];
+  return slots * row * 4 <= 4 * kRingLimit;
+}
+void qdw_vnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams&) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int64_t KH = d.k3[1], KW = d.k3[2], TG = (KW + 3) / 4;
+  // Wq [C][KH][TG]: tap kw of row kh in byte kw % 4 of group kw / 4; wsum: each channel's sum.
+  const Tensor& w = ctx.in_data(q.w);
+  const Tensor* zp = has(ctx, q.wz) ? &ctx.in_data(q.wz) : nullptr;
+  std::vector<uint32_t> wq(static_cast<size_t>(d.s.M * KH * TG), 0u);
+  std::vector<int32_t> wsum(static_cast<size_t>(d.s.M), 0);
+  for (int64_t m = 0; m < d.s.M; ++m) {
+    const int64_t z = zp ? host_get_i(*zp, zp->numel() == 1 ? 0 : m) : 0;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t v = host_get_i(w, (m * KH + kh) * KW + kw) - z;
+        wsum[static_cast<size_t>(m)] += static_cast<int32_t>(v);
+        wq[static_cast<size_t>((m * KH + kh) * TG + kw / 4)] |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v)))
+                                                              << (8 * (kw % 4));
+      }
+  }
+  cl_mem wqb = ctx.params(wq.data(), wq.size() * sizeof(uint32_t));
+  cl_mem wsb = ctx.params(wsum.data(), wsum.size() * sizeof(int32_t));
+  const int64_t planes = d.s.N * d.s.G;
+  const DepthwiseSplit split = depthwise_split(planes, d.out3[1] * d.out3[2]);
+  const int64_t band_rows = (d.out3[1] + split.bands - 1) / split.bands;
+  ctx.launch("quant", "qconv_depthwise_vnni",
+             "-DQDWVNNI" + qconv_window(d) + " -DIN_W=" + std::to_string(d.in3[2]) + " -DOUT_W=" +
+                 std::to_string(d.out3[2]) + " -DPAD_W=" + std::to_string(d.pb3[2]) +
+                 (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts,
+             {groups(d.out3[1], band_rows), groups(planes, split.chans)}, {1, 1}, ctx.in_buf(q.x), wqb, wsb, a.bias,
+             a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(d.s.G), i32(d.in3[1]), i32(d.out3[1]), i32(d.pb3[1]),
+             i32(planes), i32(band_rows), i32(split.chans));
+}
+
 // pointwise: 1x1, stride 1, unpadded; vectors along the pixels.
 bool qpw_applies(const QConvDesc& d, const DeviceCaps&) { return d.pointwise; }
 VariantParams qpw_defaults(const QConvDesc& d, const DeviceCaps&) {
@@ -908,6 +958,10 @@ const KernelFamily<QConvDesc>& qconv_family() {
       {
           {"tiled", "GPU-shaped 8-bit implicit GEMM: TSxTS tiles per work-group in local memory, RMxRN per work-item",
            tiled_param_space(), qtiled_applies, qtiled_valid, qtiled_defaults, qtiled_run, qtiled_preferred},
+          {"vnni_dw", "8-bit depthwise on x86 AVX-512 VNNI CPUs (PoCL): 16 pixels per vector, 4 taps of a kernel "
+                      "row per vpdpbusd lane, input rows as bytes in a ring in private memory",
+           {}, qdw_vnni_applies, nullptr, [](const QConvDesc&, const DeviceCaps&) { return VariantParams{}; },
+           qdw_vnni_run},
           {"depthwise", "8-bit, one channel in and out per group, OWB-pixel vectors of float taps: input rows "
                         "converted once into a ring in private memory (ring=1, CPU-shaped default) or a padded "
                         "copy in global memory (ring=0)",

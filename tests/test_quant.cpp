@@ -518,6 +518,49 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
   }
 }
 
+// The VNNI depthwise conv (qconv=vnni_dw: 4 taps of a kernel row per vpdpbusd lane, input rows as
+// bytes in a ring) against the integer reference, bit for bit, QLinearConv and ConvInteger (raw
+// sums) alike, on the geometries that select its paths: rows narrower than, equal to and wider
+// than a 16-pixel vector (a partial last vector spills into the next rows of the same work-item,
+// else is stored lane by lane), the padding's byte shift (0 to 3), tap groups of 1 to 3 (3x3 to
+// 9x9), strides 1 and 2, dilation, bands of rows and several channels per work-item, batch 2,
+// int8 and uint8 inputs, extreme values, uint8 weights within and beyond the signed byte range
+// (beyond: another variant runs), and windows whose lanes reach byte 15 of their 16 (stride 2,
+// dilation 3) or would pass it (dilation 4: not applied).
+TEST(Quant, DepthwiseVnniMatchesIntegerReference) {
+  const bool vnni = expect_vnni();
+  if (!vnni) std::cout << "no AVX-512 VNNI on this device: checking the fallback only\n";
+  std::mt19937 rng(29);
+  struct Case {
+    GroupedConvCase k;
+    bool applies;  // the geometry is one qconv_depthwise_vnni takes
+  };
+  const Case cases[] = {
+      {{{1, 8, 13, 13, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{2, 6, 11, 19, 6, 3, 2, 1, 1, 6, DType::Int8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 5, 12, 40, 5, 5, 1, 2, 1, 5, DType::UInt8, DType::Int8, false, true, false}, 0}, true},
+      {{{1, 4, 15, 33, 4, 7, 2, 3, 1, 4, DType::Int8, DType::Int8, true, false, false}, 0}, true},
+      {{{1, 5, 12, 20, 5, 3, 1, 2, 2, 5, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 4, 9, 1, 4, 5, 1, 2, 1, 4, DType::UInt8, DType::Int8, true, false, false}, 0}, true},
+      {{{1, 3, 70, 66, 3, 3, 1, 1, 1, 3, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 67, 5, 5, 67, 3, 1, 1, 1, 67, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 6, 8, 16, 6, 3, 1, 0, 1, 6, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 6, 8, 17, 6, 3, 2, 0, 1, 6, DType::Int8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 3, 14, 37, 3, 9, 1, 4, 1, 3, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+      {{{1, 16, 9, 23, 16, 3, 1, 1, 1, 16, DType::UInt8, DType::Int8, true, true, false}, 1}, true},
+      {{{1, 16, 9, 23, 16, 3, 2, 1, 1, 16, DType::Int8, DType::Int8, true, true, false}, 1}, true},
+      {{{1, 8, 6, 6, 8, 3, 1, 1, 1, 8, DType::UInt8, DType::UInt8, true, true, false}, 0, false}, false},
+      {{{1, 4, 20, 30, 4, 3, 2, 0, 4, 4, DType::UInt8, DType::Int8, true, true, false}, 0}, false},
+      {{{1, 4, 20, 30, 4, 3, 2, 0, 3, 4, DType::UInt8, DType::Int8, true, true, false}, 0}, true},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(describe(t.k) + " " + std::to_string(t.k.c.H) + "x" + std::to_string(t.k.c.W) + " pad " +
+                 std::to_string(t.k.c.pad) + " dilation " + std::to_string(t.k.c.dil));
+    const GroupedConvProblem p = grouped_conv_problem(t.k, rng);
+    expect_grouped_conv(p, "qconv=vnni_dw", "quant:qconv_depthwise_vnni", vnni && t.applies ? 2 : 0);
+  }
+}
+
 // The 16-bit pairwise convs (qconv=madd, and madd_pw for 1x1: vpmaddwd on x86 AVX2 CPUs, the
 // same arithmetic in OpenCL C elsewhere, e.g. under oclgrind) on the same cases: they apply to
 // any 8-bit weights, so every case runs them.
