@@ -671,10 +671,45 @@ __attribute__((always_inline)) static inline pvec dw_tap(const __global XT* rest
   return PLOAD(0, t);
 }
 
+#define SEG_MAX 16
+// Output vectors [j0, j0 + count) of row oh from their sums `acc`: the residual, the epilogue,
+// the output's storage type.
+__attribute__((always_inline)) static inline void dw_store(const pvec* acc, const __global RT* restrict residual,
+                                                    __global YT* restrict Y, int oh, int oh_end, const int j0,
+                                                    const int count, const bool interior, const int out_w) {
+#pragma unroll
+  for (int j = 0; j < SEG_MAX; ++j) {
+    if (j >= count) continue;  // not break: a loop with a second exit does not unroll fully
+    const int o = oh * OUT_W + (interior ? (j0 + j) * OWB : BLOCK_START(j0 + j));
+    // A row narrower than a vector: the full store spills into the following rows, which this
+    // work-item writes afterwards; where it would pass the work-item's last row, lane by lane.
+    if (ROWS_FIT_VECTORS || OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
+      pvec v = acc[j];
+#ifdef HAS_RESIDUAL
+      v += LDN(RS, OWB, residual + o, 0);
+#endif
+      STN(YS, OWB, Y + o, 0, EPILOGUE_VEC(v, OWB));
+    } else {
+      // Only reached when OUT_W < OWB. The epilogue still runs on the whole vector (lane by lane,
+      // a SiLU cost efficientnet_b0's 7x7 layers more than their other six rows together).
+      pvec v = acc[j];
+#ifdef HAS_RESIDUAL
+      float rr[OWB];
+#pragma unroll
+      for (int q = 0; q < OWB; ++q) rr[q] = q < OUT_W ? LD(RS, residual, o + q) : 0.0f;
+      v += PLOAD(0, rr);
+#endif
+      float t[OWB];
+      PSTORE(EPILOGUE_VEC(v, OWB), 0, t);
+#pragma unroll
+      for (int q = 0; q < (OUT_W < OWB ? OUT_W : OWB); ++q) ST(YS, Y, o + q, t[q]);
+    }
+  }
+}
+
 // Output vectors [j0, j0 + count) of row oh, input rows outermost (one row test and one set of
 // weight broadcasts per input row). j0 and count are constants, except that j0 may vary for
 // `interior` vectors (no padding columns; never the moved last vector).
-#define SEG_MAX 16
 __attribute__((always_inline)) static inline void dw_segment(const __global XT* restrict X,
                                                       const __global RT* restrict residual,
                                                       __global YT* restrict Y, const float* w,
@@ -709,34 +744,7 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
       }
     }
   }
-#pragma unroll
-  for (int j = 0; j < SEG_MAX; ++j) {
-    if (j >= count) continue;  // not break: a loop with a second exit does not unroll fully
-    const int o = oh * OUT_W + (interior ? (j0 + j) * OWB : BLOCK_START(j0 + j));
-    // A row narrower than a vector: the full store spills into the following rows, which this
-    // work-item writes afterwards; where it would pass the work-item's last row, lane by lane.
-    if (ROWS_FIT_VECTORS || OUT_W >= OWB || o + OWB <= oh_end * OUT_W) {
-      pvec v = acc[j];
-#ifdef HAS_RESIDUAL
-      v += LDN(RS, OWB, residual + o, 0);
-#endif
-      STN(YS, OWB, Y + o, 0, EPILOGUE_VEC(v, OWB));
-    } else {
-      // Only reached when OUT_W < OWB. The epilogue still runs on the whole vector (lane by lane,
-      // a SiLU cost efficientnet_b0's 7x7 layers more than their other six rows together).
-      pvec v = acc[j];
-#ifdef HAS_RESIDUAL
-      float rr[OWB];
-#pragma unroll
-      for (int q = 0; q < OWB; ++q) rr[q] = q < OUT_W ? LD(RS, residual, o + q) : 0.0f;
-      v += PLOAD(0, rr);
-#endif
-      float t[OWB];
-      PSTORE(EPILOGUE_VEC(v, OWB), 0, t);
-#pragma unroll
-      for (int q = 0; q < (OUT_W < OWB ? OUT_W : OWB); ++q) ST(YS, Y, o + q, t[q]);
-    }
-  }
+  dw_store(acc, residual, Y, oh, oh_end, j0, count, interior, out_w);
 }
 
 // Rows up to SEG_MAX vectors wide are unrolled whole. Wider rows: vectors [0, LEAD) touch the
@@ -823,6 +831,97 @@ __attribute__((always_inline)) static inline void dw_rows(const __global XT* res
   }
 }
 
+#ifdef DW_RING
+// -DDW_RING (CPU-shaped devices, float16 storage of X, widths compiled in, strides 1 and 2): the
+// input rows a work-item's output rows read are converted to floats once, into a ring of RSL rows
+// in private memory with the padding columns as zeros, and the taps read the ring: a tap is then
+// one float vector load and one FMA, as in the float32 kernel, where with half storage every tap
+// converted its vector again (mobilenet_v2's depthwise convs at fp16 storage ran 2x their fp32
+// time). The sums are the float32 kernel's, term by term (rows outside the input skipped, padding
+// columns multiplied as zeros). Rows are converted two output rows ahead of their first read.
+#define RG ((KH - 1) * DH + 1)
+#define RSL_MIN (RG + 2 * SH)
+#define RSL (RSL_MIN <= 4 ? 4 : RSL_MIN <= 8 ? 8 : RSL_MIN <= 16 ? 16 : RSL_MIN <= 32 ? 32 : 64)
+#define RSLOT(ih) (((ih) + pad_h) & (RSL - 1))
+#define RCH ((IN_W + 15) / 16)
+// Floats a ring row holds: PAD_W zeros and the copy's 16-value chunks; every tap vector's reach
+// (RLAST: BLOCK_START(NBLK - 1) as a constant expression, for the array's size).
+#define RLAST (OUT_W >= OWB ? ((NBLK - 1) * OWB < OUT_W - OWB ? (NBLK - 1) * OWB : OUT_W - OWB) : 0)
+#define RREACH (RLAST * SW + (KW - 1) * DW + OWB * SW)
+#define RCOPY (PAD_W + 16 * RCH)
+#define RPW_ (RREACH > RCOPY ? RREACH : RCOPY)
+#define RPW ((RPW_ + 15) / 16 * 16)
+#if SW == 1
+#define RING_TAP(p) PLOAD(0, p)
+#elif OWB == 4
+#define RING_TAP(p) vload8(0, p).even
+#elif OWB == 8
+#define RING_TAP(p) vload16(0, p).even
+#else
+#define RING_TAP(p) ((float16)(vload16(0, p).even, vload16(0, (p) + 16).even))
+#endif
+
+// Input row ih of plane x as floats into ring row `dst` from column PAD_W: the row's values, zeros
+// past its end (the columns before PAD_W and after the copy's chunks stay zero from the start).
+// `overread_ok`: RCH whole chunks from the row's start lie inside X.
+__attribute__((always_inline)) static inline void dw_ring_fill(float* dst, const __global XT* restrict x, int ih,
+                                                        int H, bool overread_ok) {
+  float* d = dst + PAD_W;
+  if (ih < 0 || ih >= H) return;  // never read (the taps skip such rows)
+  const __global XT* src = x + (long)ih * IN_W;
+#pragma unroll
+  for (int k = 0; k < IN_W / 16; ++k) vstore16(LDN(XS, 16, src, k), k, d);
+#if IN_W % 16 != 0
+  if (overread_ok) {
+    const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    vstore16(select((float16)0.0f, LDN(XS, 16, src, IN_W / 16), lane < IN_W % 16), IN_W / 16, d);
+  } else {
+    float t[16];
+#pragma unroll
+    for (int q = 0; q < 16; ++q) t[q] = q < IN_W % 16 ? LD(XS, src, IN_W / 16 * 16 + q) : 0.0f;
+    vstore16(vload16(0, t), IN_W / 16, d);
+  }
+#endif
+}
+
+// Output rows [oh0, oh_end) of one plane (x, its residual r, its output y) from the ring.
+__attribute__((always_inline)) static inline void dw_rows_ring(float* ring, const __global XT* restrict x,
+                                                        const __global RT* restrict r, __global YT* restrict y,
+                                                        const float* w, float b, int H, int pad_h, int oh0,
+                                                        int oh_end, long row0, long rows_total) {
+  int next = oh0 * SH - pad_h;  // the first input row not yet in the ring
+  for (int oh = oh0; oh < oh_end; ++oh) {
+    const int first = oh * SH - pad_h, last = first + (KH - 1) * DH;
+    const int ahead = last + SH * min(2, oh_end - 1 - oh);
+    for (int ih = max(next, first); ih <= ahead; ++ih)
+      dw_ring_fill(ring + RSLOT(ih) * RPW, x, ih, H, (row0 + ih) * IN_W + 16 * RCH <= rows_total * IN_W);
+    next = ahead + 1;
+    for (int j0 = 0; j0 < NBLK; j0 += SEG_MAX) {
+      const int count = min(SEG_MAX, NBLK - j0);
+      pvec acc[SEG_MAX];
+#pragma unroll
+      for (int j = 0; j < SEG_MAX; ++j) acc[j] = (pvec)b;
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+        const int ih = first + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        const float* xr = ring + RSLOT(ih) * RPW;
+#pragma unroll
+        for (int j = 0; j < SEG_MAX; ++j) {
+          if (j < count) {  // not break: a loop with a second exit does not unroll fully
+            const int ow0 = BLOCK_START(j0 + j);
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw)
+              acc[j] = fma((pvec)w[kh * KW + kw], RING_TAP(xr + ow0 * SW + kw * DW), acc[j]);
+          }
+        }
+      }
+      dw_store(acc, r, y, oh, oh_end, j0, count, false, OUT_W);
+    }
+  }
+}
+#endif  // DW_RING
+
 // Input rows at a plane's start / end that vector over-reads (PAD_W floats before a row, OVERREAD
 // after it) could take past the plane: the first HEAD_ROWS, the last TAIL_ROWS.
 #define HEAD_ROWS ((PAD_W + IN_W - 1) / IN_W)
@@ -846,6 +945,10 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
   const int C_out = C_in * mult;
   const int noc0 = get_global_id(1) * chans, noc_end = min(noc0 + chans, planes * mult);
   const long plane_size = (long)H * IN_W, out_plane = (long)OH * OUT_W;
+#ifdef DW_RING
+  float ring[RSL * RPW];
+  for (int i = 0; i < RSL * RPW; i += 16) vstore16((float16)0.0f, 0, ring + i);
+#endif
   for (int noc = noc0; noc < noc_end; ++noc) {
     const int n = noc / C_out, oc = noc - n * C_out;
     const int plane = n * C_in + oc / mult;
@@ -871,7 +974,11 @@ __kernel void conv_f32_depthwise(__global const XT* restrict X,
       const int reach = H - TAIL_ROWS + pad_h - (KH - 1) * DH;  // oh * SH >= reach: unsafe
       safe_hi = reach <= 0 ? 0 : (reach + SH - 1) / SH;
     }
+#ifdef DW_RING
+    dw_rows_ring(ring, x, r, y, w, b, H, pad_h, oh0, oh_end, (long)plane * H, (long)planes * H);
+#else
     dw_rows(x, r, y, w, b, H, pad_h, oh0, oh_end, safe_lo, safe_hi, in_w, out_w);
+#endif
 #ifdef PLANE_MEAN
     // The plane is this work-item's alone (one band): its values are still in cache.
     ST(MS, mean, noc, plane_mean(y, out_plane));

@@ -129,6 +129,21 @@ typedef struct { uchar16 lanes; } __attribute__((packed)) oi_bytes16;
 #define VSTORE_BYTES_(n, val, i, p) vstore##n(val, i, p)
 #endif
 #define VSTORE_BYTES(n, val, i, p) VSTORE_BYTES_(n, val, i, p)
+// VSTORE_SHORTS(n, v, i, p): the same for vectors of 16-bit values (half bits): PoCL 3.1 stored
+// each lane of a vstoreN of ushort on its own (vcvtps2ph, then a vmovd or vpextrd, a shift and a
+// 16-bit store per pair of lanes), which made every kernel with float16 storage of its output
+// slower than its float32 build (mobilenet_v2's depthwise convs 2x).
+#if defined(__x86_64__)
+typedef struct { ushort2 lanes; } __attribute__((packed)) oi_shorts2;
+typedef struct { ushort4 lanes; } __attribute__((packed)) oi_shorts4;
+typedef struct { ushort8 lanes; } __attribute__((packed)) oi_shorts8;
+typedef struct { ushort16 lanes; } __attribute__((packed)) oi_shorts16;
+#define VSTORE_SHORTS_(n, val, i, p) \
+  (((__global oi_shorts##n*)((__global ushort*)(p) + (size_t)(i) * n))->lanes = as_ushort##n(val))
+#else
+#define VSTORE_SHORTS_(n, val, i, p) vstore##n(val, i, (__global ushort*)(p))
+#endif
+#define VSTORE_SHORTS(n, val, i, p) VSTORE_SHORTS_(n, val, i, p)
 
 #define LD_F32(p, i) ((p)[i])
 #define LD_F16(p, i) half_bits_to_float(((const __global ushort*)(p))[i])
@@ -156,7 +171,7 @@ typedef struct { uchar16 lanes; } __attribute__((packed)) oi_bytes16;
 #define LDN(s, n, p, i) LDN_(s, n, p, i)
 
 #define STN_F32(n, p, i, v) vstore##n((v), (i), (p))
-#define STN_F16(n, p, i, v) vstore##n(float_to_half_bits##n(v), (i), (__global ushort*)(p))
+#define STN_F16(n, p, i, v) VSTORE_SHORTS(n, float_to_half_bits##n(v), (i), (p))
 #define STN_U8(n, p, i, v) VSTORE_BYTES(n, convert_uchar##n(v), (i), (p))
 #define STN_S8(n, p, i, v) VSTORE_BYTES(n, convert_char##n(v), (i), (p))
 #define STN_(s, n, p, i, v) STN_##s(n, p, i, v)

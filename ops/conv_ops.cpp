@@ -371,6 +371,10 @@ bool dw_valid(const ConvDesc& d, const DeviceCaps&, const VariantParams& p) {
          (!p.count("quick") || p.at("quick") == 0 || (p.at("quick") == 1 && d.out3[2] >= owb));
 }
 
+// The largest ring of converted input rows (kernels/conv.cl, DW_RING) in floats of private memory
+// per work-item.
+constexpr int64_t kDwRingLimit = 16384;
+
 void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
   const ConvArgs a = conv_args(ctx, d);
   const int64_t items = d.s.N * d.s.M, chans = p.at("chans"), bands = p.at("bands");
@@ -384,10 +388,22 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
            (mean_here ? " -DPLANE_MEAN" + BuildContext::storage_option("MS", ctx.output(1).dtype) : "");
   };
   const bool quick = p.count("quick") && p.at("quick") == 1;
+  // Float16 input on a CPU-shaped device: the input rows converted once into a ring of floats in
+  // private memory (kernels/conv.cl, DW_RING), strides 1 and 2, 2-D, within kDwRingLimit floats.
+  bool ring = false;
+  if (!quick && ctx.input(0).dtype == DType::Float16 && ctx.caps().cpu_shaped() && d.st3[2] <= 2 && d.k3[0] == 1) {
+    const int64_t owb = p.at("owb"), blocks = (d.out3[2] + owb - 1) / owb;
+    const int64_t last = d.out3[2] >= owb ? std::min((blocks - 1) * owb, d.out3[2] - owb) : 0;
+    const int64_t reach = last * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + owb * d.st3[2];
+    const int64_t row = (std::max(reach, d.pb3[2] + 16 * ((d.in3[2] + 15) / 16)) + 15) / 16 * 16;
+    int64_t slots = 4;
+    while (slots < (d.k3[1] - 1) * d.d3[1] + 1 + 2 * d.st3[1]) slots *= 2;
+    ring = slots <= 64 && slots * row <= kDwRingLimit;
+  }
   // The widths compiled in, with the quick kernel (widths at run time, the same values) as the
   // plan's first-run alternative where it applies (rows at least a vector wide).
   const std::string first_run = !quick && d.out3[2] >= p.at("owb") ? options(false) : "";
-  ctx.launch_tiered("conv", "conv_f32_depthwise", options(!quick), first_run,
+  ctx.launch_tiered("conv", "conv_f32_depthwise", options(!quick) + (ring ? " -DDW_RING" : ""), first_run,
                     {static_cast<size_t>((d.out3[1] + rows - 1) / rows), static_cast<size_t>((items + chans - 1) / chans)},
                     {1, 1}, a.x, ctx.in_buf(1), a.bias, a.residual, a.y, mean_here ? ctx.out_buf(1) : a.y, i32(d.s.C),
                     i32(d.in3[1]), i32(d.M_g), i32(d.out3[1]), i32(d.pb3[1]), i32(d.s.N * d.s.C), i32(rows),
