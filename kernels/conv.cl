@@ -32,6 +32,8 @@
 //   -DDEPTHWISE -DOWB=4|8|16             depthwise kernel, pixels per vector
 //   -DIN_W -DOUT_W -DPAD_W               depthwise: input and output row width, left padding
 //                                        (without IN_W and OUT_W: the widths at run time)
+//   -DDW_RING                            depthwise, widths compiled in: input rows converted
+//                                        once into a ring of floats (float16 input on CPUs)
 //   -DKD -DKH -DKW, -DSD -DSH -DSW, -DDD -DDH -DDW   kernel extents, strides, dilations
 //   -DHAS_BIAS                           add bias[output channel]
 //   -DIN_SCALE                           input channels multiplied by in_scale (a fused Mul)

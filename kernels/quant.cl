@@ -28,6 +28,7 @@
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   VNNI conv (x86 AVX-512 VNNI, see below): -DQVNNI -DOWB=n -DOCV=1|2|4, the window, -DX_SIGNED
 //         for int8 inputs
+//   VNNI depthwise conv: -DQDWVNNI, the window, -DIN_W= -DOUT_W= -DPAD_W=, -DX_SIGNED for int8 inputs
 //   VNNI matmul: -DQMVNNI -DNBV=1|2|4 -DMB=n, -DX_SIGNED for int8 inputs
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
 //         GPU-shaped one
