@@ -43,6 +43,12 @@ int64_t product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+int64_t depthwise_ring_slots(int64_t kh, int64_t dh, int64_t sh) {
+  int64_t slots = 4;
+  while (slots < (kh - 1) * dh + 1 + 2 * sh) slots *= 2;
+  return slots;
+}
+
 DepthwiseSplit depthwise_split(int64_t planes, int64_t plane_out) {
   return {std::clamp<int64_t>(std::min<int64_t>(2048 / std::max<int64_t>(plane_out, 1), planes / 32), 1, 8),
           planes < 16 && plane_out >= 4096 ? (16 + planes - 1) / planes : 1};
@@ -396,8 +402,7 @@ void dw_run(BuildContext& ctx, const ConvDesc& d, const VariantParams& p) {
     const int64_t last = d.out3[2] >= owb ? std::min((blocks - 1) * owb, d.out3[2] - owb) : 0;
     const int64_t reach = last * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + owb * d.st3[2];
     const int64_t row = (std::max(reach, d.pb3[2] + 16 * ((d.in3[2] + 15) / 16)) + 15) / 16 * 16;
-    int64_t slots = 4;
-    while (slots < (d.k3[1] - 1) * d.d3[1] + 1 + 2 * d.st3[1]) slots *= 2;
+    const int64_t slots = depthwise_ring_slots(d.k3[1], d.d3[1], d.st3[1]);
     ring = slots <= 64 && slots * row <= kDwRingLimit;
   }
   // The widths compiled in, with the quick kernel (widths at run time, the same values) as the

@@ -44,5 +44,9 @@ struct DepthwiseSplit {
   int64_t chans, bands;
 };
 DepthwiseSplit depthwise_split(int64_t planes, int64_t plane_out);
+// The rows of a depthwise kernel's ring of input rows in private memory (kernels/conv.cl DW_RING,
+// kernels/quant.cl qconv_depthwise_vnni): a window of kh taps dilated by dh and two output rows'
+// more at stride sh, rounded up to a power of two (the kernels mask the row number).
+int64_t depthwise_ring_slots(int64_t kh, int64_t dh, int64_t sh);
 
 }  // namespace oi

@@ -603,8 +603,7 @@ bool qdw_vnni_applies(const QConvDesc& d, const DeviceCaps& c) {
   // kernels/quant.cl: VNEED, VCOPY, VRB (uints), VSLOTS.
   const int64_t need = 16 - left + (vblk - 1) * 4 * d.st3[2] + (tg - 1) * d.d3[2] + 16;
   const int64_t row = (std::max(need, 16 + 4 * ((d.in3[2] + 15) / 16)) + 15) / 16 * 16;
-  int64_t slots = 4;  // VSLOTS: the window's rows and two output rows' more, a power of two
-  while (slots < (d.k3[1] - 1) * d.d3[1] + 1 + 2 * d.st3[1]) slots *= 2;
+  const int64_t slots = depthwise_ring_slots(d.k3[1], d.d3[1], d.st3[1]);  // VSLOTS
   return slots <= 64 && slots * row * 4 <= 4 * kRingLimit;
 }
 void qdw_vnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams&) {
