@@ -8,6 +8,7 @@
 //   -DPOOL_AVG [-DCOUNT_PAD]       divide by the window inside the padded input (else: the valid
 //                                  part of the window)
 //   -DPOOL_LP -DP_NORM=<int>
+//   pool_max_rows: -DROWS_VEC (vector runs), -DPOOL_BYTES (8-bit X and Y: runs of bytes)
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;
@@ -259,6 +260,71 @@ __attribute__((always_inline)) static inline float8 pool_max_run8(const __global
 }
 #endif
 
+// -DPOOL_BYTES (8-bit storage, X and Y alike): runs of 16 outputs, then of 8, as vectors of the
+// stored bytes (a maximum of integers needs no float: int8 squeezenet1_1's and resnet18's MaxPools
+// spent their time converting each byte to a float and back). The value is any greatest tap, and
+// equal integers are the same value, so the float path's tap-order rules have nothing to decide.
+#ifdef POOL_BYTES
+#define POOL_CAT_(a, b) a##b
+#define POOL_CAT(a, b) POOL_CAT_(a, b)
+#define BYTES16 POOL_CAT(T, 16)
+#define BYTES8 POOL_CAT(T, 8)
+#define BYTE_MAX(a, b) ((a) > (b) ? (a) : (b))
+// n taps from q at stride WIN_SW (1 or 2): one unaligned load (VLOAD_BYTES), with stride 2 of 2n
+// bytes whose even lanes are taken.
+#if WIN_SW == 2 && defined(__x86_64__)
+typedef uchar oi_uchar32 __attribute__((ext_vector_type(32)));
+typedef struct { oi_uchar32 lanes; } __attribute__((packed)) oi_bytes32;
+#endif
+static inline BYTES16 bytes_load16(const __global T* restrict q) {
+#if WIN_SW == 1
+  return POOL_CAT(as_, BYTES16)(VLOAD_BYTES(16, q));
+#elif defined(__x86_64__)
+  const oi_uchar32 v = VLOAD_BYTES(32, q);
+  return POOL_CAT(as_, BYTES16)(
+      __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+#else
+  const BYTES16 lo = vload16(0, q), hi = vload16(1, q);
+  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#endif
+}
+static inline BYTES8 bytes_load8(const __global T* restrict q) {
+#if WIN_SW == 1
+  return POOL_CAT(as_, BYTES8)(VLOAD_BYTES(8, q));
+#else
+  return POOL_CAT(as_, BYTES16)(VLOAD_BYTES(16, q)).even;
+#endif
+}
+// The maximum over the window of outputs [ow, ow + n), every window inside the input.
+#define BYTES_RUN_BODY(n)                                           \
+  const int w0 = ow * WIN_SW - pw;                                 \
+  BYTES##n best = bytes_load##n(rows[0] + w0);                     \
+  for (int kd = 0; kd < WIN_KD; ++kd) {                            \
+    _Pragma("unroll") for (int kh = 0; kh < WIN_KH; ++kh) {        \
+      const __global T* xr = rows[kd * WIN_KH + kh] + w0;          \
+      _Pragma("unroll") for (int kw = 0; kw < WIN_KW; ++kw) {      \
+        const BYTES##n v = bytes_load##n(xr + kw * WIN_DW);        \
+        best = BYTE_MAX(v, best);                                  \
+      }                                                            \
+    }                                                              \
+  }                                                                \
+  return best;
+__attribute__((always_inline)) static inline BYTES16 pool_max_bytes16(const __global T* const* rows, int pw,
+                                                                      int ow) {
+  BYTES_RUN_BODY(16)
+}
+__attribute__((always_inline)) static inline BYTES8 pool_max_bytes8(const __global T* const* rows, int pw, int ow) {
+  BYTES_RUN_BODY(8)
+}
+#define RUN8_LOAD (8 * WIN_SW)
+#define RUN8_STORE(y, ow, v) VSTORE_BYTES(8, (v), 0, (y) + (ow))
+#define RUN8_VALUE(rows, pw, ow) pool_max_bytes8(rows, pw, ow)
+#else
+#define RUN8_LOAD ROW_LOAD
+#define RUN8_STORE(y, ow, v) STN(YS, 8, (y) + (ow), 0, (v))
+#define RUN8_VALUE(rows, pw, ow) pool_max_run8(rows, pw, ow)
+#endif
+
 // Output ow of a row whose window rows lie inside the input but whose columns may not (the
 // outputs before a row's first vector run): only the columns are checked, in the per-output
 // path's tap order with its first-valid-tap rule, so that both give the same value. Inlined: as a
@@ -335,14 +401,18 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
     const int first = min(OW, (pw + WIN_SW - 1) / WIN_SW);
     for (; ow < first; ++ow) ST(YS, y, ow, pool_max_cols(rows, W, pw, ow));
     // Vectors while the last tap's load stays inside the row: ow * SW <= lim.
-    const int lim = W - ROW_LOAD - (WIN_KW - 1) * WIN_DW + pw;
-    for (; ow + 8 <= OW && ow * WIN_SW <= lim; ow += 8)
-      STN(YS, 8, y + ow, 0, pool_max_run8(rows, pw, ow));
+#ifdef POOL_BYTES
+    const int lim16 = W - 16 * WIN_SW - (WIN_KW - 1) * WIN_DW + pw;
+    for (; ow + 16 <= OW && ow * WIN_SW <= lim16; ow += 16)
+      VSTORE_BYTES(16, pool_max_bytes16(rows, pw, ow), 0, y + ow);
+#endif
+    const int lim = W - RUN8_LOAD - (WIN_KW - 1) * WIN_DW + pw;
+    for (; ow + 8 <= OW && ow * WIN_SW <= lim; ow += 8) RUN8_STORE(y, ow, RUN8_VALUE(rows, pw, ow));
     // One more run moved left to end where the loads must stop (it overlaps the previous one and
     // writes the same values again), so that few outputs are left to the per-output path.
     const int last = lim >= 0 ? min(OW - 8, lim / WIN_SW) : -1;
     if (ow < OW && last >= first && last > ow - 8) {
-      STN(YS, 8, y + last, 0, pool_max_run8(rows, pw, last));
+      RUN8_STORE(y, last, RUN8_VALUE(rows, pw, last));
       ow = last + 8;
     }
     // The rest while their windows end inside the row.

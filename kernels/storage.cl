@@ -129,6 +129,14 @@ typedef struct { uchar16 lanes; } __attribute__((packed)) oi_bytes16;
 #define VSTORE_BYTES_(n, val, i, p) vstore##n(val, i, p)
 #endif
 #define VSTORE_BYTES(n, val, i, p) VSTORE_BYTES_(n, val, i, p)
+// VLOAD_BYTES(n, p): vload##n(0, p) of uchar (as unsigned bytes; as_char##n for signed ones). PoCL 3.1
+// loaded the lanes of a vload16 of bytes 4 at a time (vmovd and unpacks), for a byte MaxPool's
+// 16 taps more instructions than its maxima.
+#if defined(__x86_64__)
+#define VLOAD_BYTES(n, p) (((const __global oi_bytes##n*)(p))->lanes)
+#else
+#define VLOAD_BYTES(n, p) as_uchar##n(vload##n(0, (const __global uchar*)(p)))
+#endif
 // VSTORE_SHORTS(n, v, i, p): the same for vectors of 16-bit values (half bits): PoCL 3.1 stored
 // each lane of a vstoreN of ushort on its own (vcvtps2ph, then a vmovd or vpextrd, a shift and a
 // 16-bit store per pair of lanes), which made every kernel with float16 storage of its output

@@ -109,7 +109,7 @@ void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams& p) {
   // runs of 8 outputs as vectors (int8 resnet18's MaxPool 2.7 ms -> 0.1 ms on a 2-core Xeon).
   const bool int8 = d.t == DType::UInt8 || d.t == DType::Int8;
   const bool vec = d.t == DType::Float32 || d.t == DType::Float16 || int8;
-  const std::string storage = int8 ? (d.t == DType::UInt8 ? " -DS=U8" : " -DS=S8") : "";
+  const std::string storage = int8 ? (d.t == DType::UInt8 ? " -DS=U8 -DPOOL_BYTES" : " -DS=S8 -DPOOL_BYTES") : "";
   ctx.launch("pool", "pool_max_rows", d.opts + storage + (vec ? " -DROWS_VEC" : ""), {rows, static_cast<size_t>(d.planes)},
              {local, 1}, ctx.in_buf(0),
              ctx.out_buf(0), ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));

@@ -201,9 +201,10 @@ TEST(Pool, MaxPoolUint8) {
   EXPECT_EQ(out.at("y").bytes, ref.bytes);
 }
 
-// 8-bit MaxPool over rows long enough for the vector path (8 outputs at a time, converted to float
-// and back), with a ragged end, padding and strides 1 and 2 (3x3 windows: the stride-2 path and the
-// generic one), uint8 and int8 (as uint8 + 128).
+// 8-bit MaxPool over rows long enough for the vector path (runs of 16 and of 8 outputs as bytes, a
+// run moved left to the row's end, the per-output rest), with ragged ends, padding, ceil_mode and
+// strides 1 and 2 (3x3 and 2x2 windows), uint8 and int8 (as uint8 + 128); the rows of 111 and 27
+// columns are squeezenet1_1's first and last MaxPool's.
 TEST(Pool, MaxPool8BitRowsMatchReference) {
   // 8-bit tensors are the same in the fp16 run (only float32 values become float16).
   if (fp16_mode()) GTEST_SKIP() << "no float operands";
@@ -211,6 +212,10 @@ TEST(Pool, MaxPool8BitRowsMatchReference) {
   const std::vector<PoolCase> cases = {
       {"MaxPool", {1, 3, 20, 37}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
       {"MaxPool", {2, 2, 9, 45}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {"MaxPool", {1, 2, 7, 111}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},
+      {"MaxPool", {1, 3, 6, 27}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},
+      {"MaxPool", {1, 2, 4, 70}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {"MaxPool", {1, 2, 5, 100}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
   };
   for (const auto& c : cases)
     for (DType t : {DType::UInt8, DType::Int8}) {
@@ -227,6 +232,7 @@ TEST(Pool, MaxPool8BitRowsMatchReference) {
       attr_ints(node, "kernel_shape", c.k);
       attr_ints(node, "strides", c.s);
       attr_ints(node, "pads", c.pads);
+      attr_i(node, "ceil_mode", c.ceil);
       const Tensor ref = pool_reference(c, x).first;
       auto out = run_model(m, {{"x", t == DType::UInt8 ? x : xi}});
       ASSERT_EQ(out.at("y").shape, ref.shape);
