@@ -959,13 +959,26 @@ static inline int16 pw_gather(const __global XT* restrict x, int c, int C_g, int
         _Pragma("unroll") for (int v = 0; v < PXV; ++v) DPBUSD(acc[k * PXV + v], x[v], w);               \
       }                                                                                                  \
     }                                                                                                    \
-    pw_finish(acc, ob, g, n, p0, wsum, bias, xs, xz, ws, ys, yzp, Y, P, M_g, G);                         \
+    pw_finish(acc, ob, g, Y + (long)n * G * M_g * P + p0, P, P - p0, wsum, bias, xs, xz, ws, ys, yzp, M_g);      \
   }
 
-static inline void pw_finish(const int16* acc, int ob, int g, int n, int p0, __global const int* restrict wsum,
-                             __global const int* restrict bias, __global const float* xs, __global const XT* xz,
-                             __global const float* ws, __global const float* ys, __global const YT* yzp,
-                             __global YT* restrict Y, int P, int M_g, int G) {
+#ifdef VEC_FINISH
+// The first `count` (1..15) bytes of v stored at p, the others left alone: an AVX-512BW masked
+// store (these kernels run on x86 VNNI CPUs only). A vector's tail (rows of 13 or 27 columns in
+// 16-pixel vectors) was requantized and stored byte by byte, which cost int8 squeezenet1_1's 13x13
+// convs more than their products.
+static inline void store_first_bytes16(__global YT* p, uchar16 v, int count) {
+  const uint mask = (1u << count) - 1u;
+  __asm__ volatile("kmovw %1, %%k1\n\tvmovdqu8 %2, (%0)%{%%k1%}" : : "r"(p), "r"(mask), "v"(v) : "k1", "memory");
+}
+#define VSTORE_FIRST(N, v, i, p) store_first_bytes16((p) + (i) * N, as_uchar16(v), part_)
+#endif
+// Requantizes and stores PWB channels x PXV vectors of 16 pixels: channel m's pixels at
+// y0 + m * cstride (y0: image n's first channel at the vectors' first pixel), `count` of them.
+static inline void pw_finish(const int16* acc, int ob, int g, __global YT* restrict y0, long cstride, int count,
+                             __global const int* restrict wsum, __global const int* restrict bias,
+                             __global const float* xs, __global const XT* xz, __global const float* ws,
+                             __global const float* ys, __global const YT* yzp, int M_g) {
   OUT_PARAMS
   const int z = (int)U8(xz[0]);
   const int channels = min(PWB, M_g - ob * PWB);
@@ -973,14 +986,14 @@ static inline void pw_finish(const int16* acc, int ob, int g, int n, int p0, __g
     const int m = g * M_g + ob * PWB + k;
     const int offs = BIAS(m) - z * wsum[m];
     const float mult = MULT(m);
-    __global YT* y = Y + ((long)n * G * M_g + m) * P + p0;
+    __global YT* y = y0 + m * cstride;
 #pragma unroll
     for (int v = 0; v < PXV; ++v) {
-      const int q0 = p0 + 16 * v;
-      if (q0 >= P) break;
+      const int q0 = 16 * v;
+      if (q0 >= count) break;
       const int16 t = acc[k * PXV + v] + offs;
 #if defined(VEC_FINISH) || defined(OUT_I32)
-      if (q0 + 16 <= P) {
+      if (q0 + 16 <= count) {
 #if defined(OUT_I32)
         vstore16(t, v, y);
 #else
@@ -989,9 +1002,14 @@ static inline void pw_finish(const int16* acc, int ob, int g, int n, int p0, __g
         continue;
       }
 #endif
+#ifdef VEC_FINISH
+      const int part_ = count - q0;
+      FINISH_VEC_WITH(VSTORE_FIRST, 16, y, 16 * v, t, 0, mult);
+#else
       int r[16];
       vstore16(t, 0, r);
-      for (int l = 0; l < 16 && q0 + l < P; ++l) FINISH(y, 16 * v + l, r[l], 0, mult);
+      for (int l = 0; l < 16 && q0 + l < count; ++l) FINISH(y, 16 * v + l, r[l], 0, mult);
+#endif
     }
   }
 }
@@ -1000,7 +1018,67 @@ static inline void pw_finish(const int16* acc, int ob, int g, int n, int p0, __g
   __global const uint *restrict Wq, __global const int *restrict wsum, __global const int *restrict bias,            \
       __global const float *xs, __global const XT *xz, __global const float *ws, __global const float *ys,           \
       __global const YT *yzp, __global YT *restrict Y, int C4, int C_g, int P, int Pp, int M_g, int G, int oc_blocks
-#ifdef PW_DIRECT
+#ifdef PW_ROWS
+// KxK convs with stride 1 along rows (-DPW_ROWS, qconv_vnni_rows): the 1x1 kernels' pixel vectors
+// on RB output rows. Lane l of vector v of a row is output column ow0 + 16 v + l, whose input for
+// tap (kd, kh, kw) lies at column ow0 + 16 v + l + kw * DW of a row of the packed input
+// (qvnni_pack_input: the padding made real, Hp and Wp covering every vector's reads), so a tap is
+// one unaligned load of 16 uints per vector and its weights one broadcast per channel, used by the
+// RB x PXV vectors; each channel's pixels are then requantized and stored as whole vectors
+// (pw_finish). qconv_vnni (channels in the lanes) stored every output byte on its own, which cost
+// as much as the products for convs with few input channels (int8 squeezenet1_1's 3x3 expand
+// convs). Wq [G][oc_blocks][CG][KD][KH][KW][PWB] uints (4 signed bytes each).
+// Global: (oc_blocks, ceil(OW / (16 * PXV)), N*G*OD*ceil(OH / RB)).
+#define NV (RB * PXV)
+__kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const uint* restrict Wq,
+                              __global const int* restrict wsum, __global const int* restrict bias,
+                              __global const float* xs, __global const XT* xz, __global const float* ws,
+                              __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int CG,
+                              int Dp, int Hp, int Wp, int M_g, int OD, int OH, int OW, int G, int oc_blocks) {
+  const int ob = get_global_id(0);
+  const int ow0 = get_global_id(1) * (16 * PXV);
+  if (ob >= oc_blocks || ow0 >= OW) return;
+  const int row_blocks = (OH + RB - 1) / RB;
+  const int odb = get_global_id(2) % (OD * row_blocks);
+  const int od = odb / row_blocks, oh0 = odb % row_blocks * RB;
+  const int ng = get_global_id(2) / (OD * row_blocks);
+  const int g = ng % G, n = ng / G;
+  Xp += (long)ng * CG * Dp * Hp * Wp + ow0;
+  const __global uint* wq = Wq + ((long)g * oc_blocks + ob) * CG * (KD * KH * KW * PWB);
+  int16 acc[PWB * NV];  // [row][channel][vector]
+#pragma unroll
+  for (int i = 0; i < PWB * NV; ++i) acc[i] = (int16)0;
+  const int id0 = od * SD, ih0 = oh0 * SH;
+  for (int c = 0; c < CG; ++c) {
+    for (int kd = 0; kd < KD; ++kd) {
+      for (int kh = 0; kh < KH; ++kh) {
+        const __global uint* xr = Xp + (((long)c * Dp + id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp;
+        const __global uint* wr = wq + ((c * KD + kd) * KH + kh) * (KW * PWB);
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          int16 x[NV];
+#pragma unroll
+          for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int v = 0; v < PXV; ++v) x[r * PXV + v] = as_int16(vload16(v, xr + r * SH * Wp + kw * DW));
+#pragma unroll
+          for (int k = 0; k < PWB; ++k) {
+            const int16 w = (int16)((int)wr[kw * PWB + k]);
+#pragma unroll
+            for (int r = 0; r < RB; ++r)
+#pragma unroll
+              for (int v = 0; v < PXV; ++v) DPBUSD(acc[(r * PWB + k) * PXV + v], x[r * PXV + v], w);
+          }
+        }
+      }
+    }
+  }
+  const long oplane = (long)OD * OH * OW;
+  __global YT* y0 = Y + (long)n * G * M_g * oplane + ((long)od * OH + oh0) * OW + ow0;
+  for (int r = 0; r < RB && oh0 + r < OH; ++r)
+    pw_finish(acc + r * PWB * PXV, ob, g, y0 + r * OW, oplane, OW - ow0, wsum, bias, xs, xz, ws, ys, yzp, M_g);
+}
+#elif defined(PW_DIRECT)
 // Global: (ceil(oc_blocks / blocks), ceil(P / (16 * PXV)), N*G); `blocks` channel blocks per work-item.
 __kernel void qconv_vnni_pw_x(__global const XT* restrict X, PW_PARAMS, int blocks) {
   const int ob0 = get_global_id(0) * blocks;

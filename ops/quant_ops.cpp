@@ -785,6 +785,57 @@ void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams
 }
 void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { run_grouped_conv(ctx, d, p, 4); }
 
+// vnni_rows: convs with stride 1 along W on VNNI with the 1x1 kernels' pixel vectors along one
+// output row (qconv_vnni_rows): PWB channels x PXV vectors of 16 columns per work-item, each
+// channel's pixels requantized and stored as vectors. The packed input (qvnni_pack_input) is
+// qconv_vnni's, its rows long enough for every vector's reads.
+bool qvnni_rows_applies(const QConvDesc& d, const DeviceCaps& c) {
+  return !d.pointwise && d.st3[2] == 1 && qvnni_applies(d, c);
+}
+// Where an output row fills most of its 16-pixel vectors (rows of 13 columns and more: 81 %);
+// qconv_vnni, with output channels in the lanes, keeps narrow rows (ResNets' 7x7 planes).
+bool qvnni_rows_preferred(const QConvDesc& d, const DeviceCaps&) {
+  const int64_t ow = d.out3[2];
+  return d.C_g >= 4 && ow * 100 >= (ow + 15) / 16 * 16 * 80;
+}
+// 16 sums (8 channels x 2 vectors: two vectors of a row, or two rows of up to 16 columns).
+VariantParams qvnni_rows_defaults(const QConvDesc& d, const DeviceCaps&) {
+  const int pxv = d.out3[2] > 16 ? 2 : 1;
+  return {{"pwb", 8}, {"pxv", pxv}, {"rb", pxv == 1 && d.out3[1] > 1 ? 2 : 1}};
+}
+bool qvnni_rows_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
+  const int pwb = p.at("pwb"), pxv = p.at("pxv"), rb = p.at("rb");
+  return (pwb == 4 || pwb == 8 || pwb == 16) && pxv >= 1 && pxv <= 4 && rb >= 1 && rb <= 4 &&
+         pwb * pxv * rb <= 32;
+}
+void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
+  const QSlots& q = slots_of(ctx);
+  ProductArgs a = product_args(ctx, d.s.M);
+  const int pwb = p.at("pwb"), pxv = p.at("pxv"), rb = p.at("rb");
+  cl_mem wq, wsum;
+  upload_vnni_weights(ctx, d, pwb, 4, &wq, &wsum);
+  const int64_t CG = (d.C_g + 3) / 4, blocks = (d.M_g + pwb - 1) / pwb;
+  const int64_t step = 16 * pxv, items = (d.out3[2] + step - 1) / step;
+  const int64_t row_blocks = (d.out3[1] + rb - 1) / rb;
+  // The padded input extents that cover every read (whole vectors and row blocks included).
+  const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, row_blocks * rb, 1);
+  const int64_t Wp = window_extent(d, 2, items * step, 1);
+  const std::string opts = " -DQVNNI -DPW_ROWS -DPWB=" + std::to_string(pwb) + " -DPXV=" + std::to_string(pxv) +
+                           " -DRB=" + std::to_string(rb) + " -DOWB=1 -DOCV=1" + qconv_window(d) +
+                           (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
+  ctx.launch("quant", "qvnni_pack_input", opts,
+             {static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
+             {}, ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
+             i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+  ctx.launch("quant", "qconv_vnni_rows", opts,
+             {static_cast<size_t>(blocks), static_cast<size_t>(items),
+              static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * row_blocks)},
+             {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0), i32(CG), i32(Dp),
+             i32(Hp), i32(Wp), i32(d.M_g), i32(d.out3[0]), i32(d.out3[1]), i32(d.out3[2]), i32(d.s.G),
+             i32(blocks));
+}
+
 // madd: any conv with constant weights in the VNNI conv's shape with 2 input channels per lane as
 // 16-bit halves and x86's vpmaddwd (-DQPAIRS; portable OpenCL C elsewhere): 8 channels per vector,
 // any 8-bit weights, sums below 2^31.
@@ -969,6 +1020,10 @@ const KernelFamily<QConvDesc>& qconv_family() {
           {"vnni_pw", "8-bit 1x1 on x86 AVX-512 VNNI CPUs (PoCL): OCB channels x PXV vectors of 16 pixels",
            {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}, {"direct", {0, 1}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
            qvnni_pw_run},
+          {"vnni_rows", "8-bit, stride 1 along rows, on x86 AVX-512 VNNI CPUs (PoCL): PWB channels x PXV vectors "
+                        "of 16 pixels of RB output rows, 4 channels per vpdpbusd lane",
+           {{"pwb", {4, 8, 16}}, {"pxv", {1, 2, 3, 4}}, {"rb", {1, 2, 3, 4}}}, qvnni_rows_applies, qvnni_rows_valid, qvnni_rows_defaults,
+           qvnni_rows_run, qvnni_rows_preferred},
           {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
            {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,
            qvnni_preferred},

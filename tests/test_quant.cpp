@@ -480,13 +480,19 @@ const GroupedConvCase kGroupedConvCases[] = {
     {{1, 256, 5, 6, 17, 3, 1, 1, 1, 1, DType::Int8, DType::Int8, false, true, false}, 1},
     {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, true},
     {{1, 8, 6, 6, 24, 3, 1, 1, 1, 1, DType::UInt8, DType::UInt8, true, true, false}, 0, false},
+    // Stride 1 along rows (vnni_rows): rows of 35 columns (a partial third vector) with dilation 2,
+    // 2 groups of 8 channels over rows of 48 columns (whole vectors), 11 rows (ragged
+    // row blocks).
+    {{1, 20, 11, 37, 24, 3, 1, 1, 2, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+    {{2, 16, 7, 50, 16, 3, 1, 0, 1, 2, DType::Int8, DType::Int8, false, true, false}, 0},
 };
 
 bool is_pointwise(const QConvCase& c) { return c.k == 1 && c.stride == 1 && c.pad == 0; }
 
 }  // namespace
 
-// The vpdpbusd convs (qconv=vnni, and vnni_pw for 1x1) against the integer reference, bit for bit,
+// The vpdpbusd convs (qconv=vnni, vnni_pw for 1x1, vnni_rows for stride 1 along rows) against the
+// integer reference, bit for bit,
 // on every case and every register-block shape, with ConvInteger's raw sums from constant weights.
 // uint8 weights whose w - w_zero leaves the signed byte range must fall back to another variant
 // with the same results.
@@ -514,6 +520,14 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
       expect_grouped_conv(p, "qconv=vnni_pw:ocb=4,pxv=4", direct, launches);
       expect_grouped_conv(p, "qconv=vnni_pw:direct=0", "quant:qconv_vnni_pw", launches);
       if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1,direct=0", "quant:qconv_vnni_pw", launches);
+    }
+    // Stride 1 along rows: also as vectors along output rows (vnni_rows), its default and the
+    // extreme blocks of channels, vectors and rows spread over the cases.
+    if (!is_pointwise(k.c) && k.c.stride == 1) {
+      static const char* kRowBlocks[] = {"qconv=vnni_rows:pwb=4,pxv=3,rb=1", "qconv=vnni_rows:pwb=16,pxv=1,rb=2",
+                                         "qconv=vnni_rows:pwb=8,pxv=1,rb=4", "qconv=vnni_rows:pwb=4,pxv=4,rb=2"};
+      expect_grouped_conv(p, "qconv=vnni_rows", "quant:qconv_vnni_rows", launches);
+      if (vnni) expect_grouped_conv(p, kRowBlocks[(&k - kGroupedConvCases) % 4], "quant:qconv_vnni_rows", launches);
     }
   }
 }
