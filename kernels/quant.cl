@@ -1019,17 +1019,26 @@ static inline void pw_finish(const int16* acc, int ob, int g, __global YT* restr
       __global const float *xs, __global const XT *xz, __global const float *ws, __global const float *ys,           \
       __global const YT *yzp, __global YT *restrict Y, int C4, int C_g, int P, int Pp, int M_g, int G, int oc_blocks
 #ifdef PW_ROWS
-// KxK convs with stride 1 along rows (-DPW_ROWS, qconv_vnni_rows): the 1x1 kernels' pixel vectors
+// Convs with stride 1 or 2 along rows (-DPW_ROWS, qconv_vnni_rows): the 1x1 kernels' pixel vectors
 // on RB output rows. Lane l of vector v of a row is output column ow0 + 16 v + l, whose input for
-// tap (kd, kh, kw) lies at column ow0 + 16 v + l + kw * DW of a row of the packed input
+// tap (kd, kh, kw) lies at column (ow0 + 16 v + l) * SW + kw * DW of a row of the packed input
 // (qvnni_pack_input: the padding made real, Hp and Wp covering every vector's reads), so a tap is
-// one unaligned load of 16 uints per vector and its weights one broadcast per channel, used by the
-// RB x PXV vectors; each channel's pixels are then requantized and stored as whole vectors
+// one unaligned load of 16 uints per vector (stride 2: two, and a shuffle) and its weights one
+// broadcast per channel, used by the RB x PXV vectors; each channel's pixels are then requantized and stored as whole vectors
 // (pw_finish). qconv_vnni (channels in the lanes) stored every output byte on its own, which cost
 // as much as the products for convs with few input channels (int8 squeezenet1_1's 3x3 expand
 // convs). Wq [G][oc_blocks][CG][KD][KH][KW][PWB] uints (4 signed bytes each).
 // Global: (oc_blocks, ceil(OW / (16 * PXV)), N*G*OD*ceil(OH / RB)).
 #define NV (RB * PXV)
+// Vector v of a row's taps from q: 16 uints, or with stride 2 the even ones of 32 (one vpermt2d).
+static inline int16 rows_load(const __global uint* restrict q, int v) {
+#if SW == 1
+  return as_int16(vload16(v, q));
+#else
+  const int16 lo = as_int16(vload16(2 * v, q)), hi = as_int16(vload16(2 * v + 1, q));
+  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#endif
+}
 __kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const uint* restrict Wq,
                               __global const int* restrict wsum, __global const int* restrict bias,
                               __global const float* xs, __global const XT* xz, __global const float* ws,
@@ -1043,7 +1052,7 @@ __kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const u
   const int od = odb / row_blocks, oh0 = odb % row_blocks * RB;
   const int ng = get_global_id(2) / (OD * row_blocks);
   const int g = ng % G, n = ng / G;
-  Xp += (long)ng * CG * Dp * Hp * Wp + ow0;
+  Xp += (long)ng * CG * Dp * Hp * Wp + ow0 * SW;
   const __global uint* wq = Wq + ((long)g * oc_blocks + ob) * CG * (KD * KH * KW * PWB);
   int16 acc[PWB * NV];  // [row][channel][vector]
 #pragma unroll
@@ -1060,7 +1069,7 @@ __kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const u
 #pragma unroll
           for (int r = 0; r < RB; ++r)
 #pragma unroll
-            for (int v = 0; v < PXV; ++v) x[r * PXV + v] = as_int16(vload16(v, xr + r * SH * Wp + kw * DW));
+            for (int v = 0; v < PXV; ++v) x[r * PXV + v] = rows_load(xr + r * SH * Wp + kw * DW, v);
 #pragma unroll
           for (int k = 0; k < PWB; ++k) {
             const int16 w = (int16)((int)wr[kw * PWB + k]);

@@ -785,12 +785,13 @@ void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams
 }
 void qvnni_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { run_grouped_conv(ctx, d, p, 4); }
 
-// vnni_rows: convs with stride 1 along W on VNNI with the 1x1 kernels' pixel vectors along one
-// output row (qconv_vnni_rows): PWB channels x PXV vectors of 16 columns per work-item, each
-// channel's pixels requantized and stored as vectors. The packed input (qvnni_pack_input) is
-// qconv_vnni's, its rows long enough for every vector's reads.
+// vnni_rows: convs with stride 1 or 2 along W on VNNI with the 1x1 kernels' pixel vectors along
+// output rows (qconv_vnni_rows): PWB channels x PXV vectors of 16 columns x RB rows per
+// work-item, each channel's pixels requantized and stored as vectors. The packed input
+// (qvnni_pack_input) is qconv_vnni's, its rows long enough for every vector's reads. Strided 1x1
+// convs (ResNets' downsampling) run here too: qconv_vnni stored their outputs byte by byte.
 bool qvnni_rows_applies(const QConvDesc& d, const DeviceCaps& c) {
-  return !d.pointwise && d.st3[2] == 1 && qvnni_applies(d, c);
+  return !d.pointwise && (d.st3[2] == 1 || d.st3[2] == 2) && qvnni_applies(d, c);
 }
 // Where an output row fills most of its 16-pixel vectors (rows of 13 columns and more: 81 %);
 // qconv_vnni, with output channels in the lanes, keeps narrow rows (ResNets' 7x7 planes).
@@ -819,7 +820,7 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
   const int64_t row_blocks = (d.out3[1] + rb - 1) / rb;
   // The padded input extents that cover every read (whole vectors and row blocks included).
   const int64_t Dp = window_extent(d, 0, d.out3[0], 1), Hp = window_extent(d, 1, row_blocks * rb, 1);
-  const int64_t Wp = window_extent(d, 2, items * step, 1);
+  const int64_t Wp = window_extent(d, 2, items * step, d.st3[2]);  // stride 2: the odd lane after the last
   const std::string opts = " -DQVNNI -DPW_ROWS -DPWB=" + std::to_string(pwb) + " -DPXV=" + std::to_string(pxv) +
                            " -DRB=" + std::to_string(rb) + " -DOWB=1 -DOCV=1" + qconv_window(d) +
                            (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;

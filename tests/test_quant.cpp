@@ -485,13 +485,18 @@ const GroupedConvCase kGroupedConvCases[] = {
     // row blocks).
     {{1, 20, 11, 37, 24, 3, 1, 1, 2, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
     {{2, 16, 7, 50, 16, 3, 1, 0, 1, 2, DType::Int8, DType::Int8, false, true, false}, 0},
+    // Strided 1x1s (ResNets' downsampling; vnni_rows with stride 2) on rows of 35 and 9 columns,
+    // a strided 3x3 on rows of 32.
+    {{1, 24, 9, 70, 40, 1, 2, 0, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
+    {{1, 8, 4, 17, 16, 1, 2, 0, 1, 1, DType::Int8, DType::Int8, true, true, false}, 1},
+    {{1, 12, 6, 64, 20, 3, 2, 1, 1, 1, DType::UInt8, DType::Int8, true, true, false}, 0},
 };
 
 bool is_pointwise(const QConvCase& c) { return c.k == 1 && c.stride == 1 && c.pad == 0; }
 
 }  // namespace
 
-// The vpdpbusd convs (qconv=vnni, vnni_pw for 1x1, vnni_rows for stride 1 along rows) against the
+// The vpdpbusd convs (qconv=vnni, vnni_pw for 1x1, vnni_rows for strides 1 and 2) against the
 // integer reference, bit for bit,
 // on every case and every register-block shape, with ConvInteger's raw sums from constant weights.
 // uint8 weights whose w - w_zero leaves the signed byte range must fall back to another variant
@@ -521,9 +526,9 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
       expect_grouped_conv(p, "qconv=vnni_pw:direct=0", "quant:qconv_vnni_pw", launches);
       if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1,direct=0", "quant:qconv_vnni_pw", launches);
     }
-    // Stride 1 along rows: also as vectors along output rows (vnni_rows), its default and the
-    // extreme blocks of channels, vectors and rows spread over the cases.
-    if (!is_pointwise(k.c) && k.c.stride == 1) {
+    // Stride 1 or 2: also as vectors along output rows (vnni_rows), its default and the extreme
+    // blocks of channels, vectors and rows spread over the cases.
+    if (!is_pointwise(k.c) && k.c.stride <= 2) {
       static const char* kRowBlocks[] = {"qconv=vnni_rows:pwb=4,pxv=3,rb=1", "qconv=vnni_rows:pwb=16,pxv=1,rb=2",
                                          "qconv=vnni_rows:pwb=8,pxv=1,rb=4", "qconv=vnni_rows:pwb=4,pxv=4,rb=2"};
       expect_grouped_conv(p, "qconv=vnni_rows", "quant:qconv_vnni_rows", launches);
