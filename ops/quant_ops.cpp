@@ -794,15 +794,19 @@ bool qvnni_rows_applies(const QConvDesc& d, const DeviceCaps& c) {
   return !d.pointwise && (d.st3[2] == 1 || d.st3[2] == 2) && qvnni_applies(d, c);
 }
 // Where an output row fills most of its 16-pixel vectors (rows of 13 columns and more: 81 %);
-// qconv_vnni, with output channels in the lanes, keeps narrow rows (ResNets' 7x7 planes).
+// qconv_vnni, with output channels in the lanes, keeps narrow rows (ResNets' 7x7 planes). 3-channel
+// stems too (one vpdpbusd lane of 4 bytes per pixel and tap either way): int8 squeezenet1_1's
+// 490 -> 172 us, resnet18's 629 -> 357 us (Xeon AVX-512).
 bool qvnni_rows_preferred(const QConvDesc& d, const DeviceCaps&) {
   const int64_t ow = d.out3[2];
-  return d.C_g >= 4 && ow * 100 >= (ow + 15) / 16 * 16 * 80;
+  return d.C_g >= 3 && ow * 100 >= (ow + 15) / 16 * 16 * 80;
 }
-// 16 sums (8 channels x 2 vectors: two vectors of a row, or two rows of up to 16 columns).
+// 16 sums: 8 channels x 2 vectors, two of a row, or one of two rows where rows are at most 16
+// columns or the sums are short (stems of 1 group of 4 channels; the int8 squeezenet1_1 and
+// resnet18 layers each way measured faster so, Xeon AVX-512).
 VariantParams qvnni_rows_defaults(const QConvDesc& d, const DeviceCaps&) {
-  const int pxv = d.out3[2] > 16 ? 2 : 1;
-  return {{"pwb", 8}, {"pxv", pxv}, {"rb", pxv == 1 && d.out3[1] > 1 ? 2 : 1}};
+  const bool two_rows = d.out3[1] > 1 && (d.out3[2] <= 16 || d.C_g <= 4);
+  return {{"pwb", 8}, {"pxv", two_rows ? 1 : 2}, {"rb", two_rows ? 2 : 1}};
 }
 bool qvnni_rows_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
   const int pwb = p.at("pwb"), pxv = p.at("pxv"), rb = p.at("rb");
@@ -858,8 +862,14 @@ void qmadd_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) { 
 
 // vnni_pw: 1x1 convs (stride 1, unpadded) on VNNI with vectors along 16 pixels (qconv_vnni_pw).
 bool qvnni_pw_applies(const QConvDesc& d, const DeviceCaps& c) { return d.pointwise && qvnni_applies(d, c); }
+// Planes of 128 pixels and more: 4 channels x 4 vectors, so that a work-item writes whole 64-byte
+// lines of each output channel (with 2 vectors, two work-items on different cores wrote the two
+// halves of a line): the 1x1 convs of int8 mobilenet_v2, EfficientNet-Lite0 and squeezenet1_1
+// 0.7-0.9x the time of 16 channels x 2 vectors (per-node minima over alternating runs, Xeon
+// AVX-512); 7x7 planes 1.35-1.6x, so they keep 16 x 2.
 VariantParams qvnni_pw_defaults(const QConvDesc& d, const DeviceCaps&) {
   const int64_t P = d.out3[0] * d.out3[1] * d.out3[2];
+  if (P >= 128) return {{"ocb", 4}, {"pxv", 4}, {"direct", 1}};
   return {{"ocb", d.M_g >= 16 ? 16 : 8}, {"pxv", P >= 32 ? 2 : 1}, {"direct", 1}};
 }
 bool qvnni_pw_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
