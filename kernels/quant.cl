@@ -791,9 +791,8 @@ static inline uint group_lane(const __global XT* restrict src, long plane, long 
 #define PACK_INPUT_PARAMS                                                                                \
   __global const XT *restrict X, __global const XT *xz, __global uint *restrict Xp, int C_g, int D, int H, int W, \
       int CG, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w
-__attribute__((always_inline)) static inline void pack_input(PACK_INPUT_PARAMS) {
-  const int x0 = get_global_id(0) * 16, dh = get_global_id(1), ngc = get_global_id(2);
-  if (x0 >= Wp || dh >= Dp * Hp) return;
+// Columns x0 .. x0 + 15 of padded row dh of group ngc.
+__attribute__((always_inline)) static inline void pack_block(PACK_INPUT_PARAMS, int x0, int dh, int ngc) {
   const int cg = ngc % CG, ng = ngc / CG;
   const int dd = dh / Hp, hh = dh % Hp;
   const int id = dd - pad_d, ih = hh - pad_h, iw0 = x0 - pad_w;
@@ -807,12 +806,54 @@ __attribute__((always_inline)) static inline void pack_input(PACK_INPUT_PARAMS) 
     vstore16(group_lanes16(src + iw0, plane), 0, dst);
     return;
   }
+#if !defined(QPAIRS) && defined(__x86_64__)
+  // AVX-512 (the VNNI kernels' devices): the blocks at a row's ends, the padding rows and groups
+  // short of 4 channels as vectors too, the inside columns [lo, hi) through masked byte loads
+  // (lanes outside are neither read nor faulted on) and z elsewhere. One lane at a time, these
+  // blocks took most of the packing time (2 of a 56-column row's 4 blocks with padding 1).
+  if (x0 + 16 <= Wp) {
+    const int lo = clamp(-iw0, 0, 16), hi = row ? clamp(W - iw0, 0, 16) : 0;
+    const uint zz = z * 0x01010101u;
+    uint16 v = (uint16)zz;
+    if (hi > lo) {
+      const uint mask = (uint)(((1ul << hi) - 1ul) & ~((1ul << lo) - 1ul));
+      v = (uint16)0;
+#pragma unroll
+      for (int q = 0; q < GRP; ++q) {
+        uint16 u = (uint16)z;
+        if (q < here) {
+          uchar16 b;
+          __asm__("kmovw %1, %%k1\n\tvmovdqu8 (%2), %0%{%%k1%}%{z%}" : "=v"(b) : "r"(mask), "r"(src + q * plane + iw0) : "k1");
+#ifdef X_SIGNED
+          u = convert_uint16(convert_int16(as_char16(b)) + 128);
+#else
+          u = convert_uint16(b);
+#endif
+        }
+        v |= u << (uint)(8 * q);
+      }
+      const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      v = select((uint16)zz, v, convert_uint16(lane >= lo && lane < hi));
+    }
+    vstore16(v, 0, dst);
+    return;
+  }
+#endif
   for (int t = 0; t < 16 && x0 + t < Wp; ++t) {
     const int iw = iw0 + t;
     dst[t] = group_lane(src, plane, iw, row && iw >= 0 && iw < W, here, z);
   }
 }
 #define PACK_INPUT_ARGS X, xz, Xp, C_g, D, H, W, CG, Dp, Hp, Wp, pad_d, pad_h, pad_w
+// A work-item packs blocks of 16 columns from get_global_id(0) on, get_global_size(0) apart: the
+// VNNI convs launch one work-item per row (a work-item per block cost int8 resnet18's packings
+// more than the copying).
+__attribute__((always_inline)) static inline void pack_input(PACK_INPUT_PARAMS) {
+  const int dh = get_global_id(1), ngc = get_global_id(2);
+  if (dh >= Dp * Hp) return;
+  for (int x0 = get_global_id(0) * 16; x0 < Wp; x0 += get_global_size(0) * 16)
+    pack_block(PACK_INPUT_ARGS, x0, dh, ngc);
+}
 #ifdef QPAIRS
 __kernel void qmadd_pack_input(PACK_INPUT_PARAMS) { pack_input(PACK_INPUT_ARGS); }
 #else

@@ -771,8 +771,10 @@ void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams
                      (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   if (group == 2) opts += std::string(" -DQPAIRS") + (ctx.caps().x86_avx2 ? " -DX86_MADD" : "");
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
+  // VNNI: one work-item per padded row (kernels/quant.cl, pack_input).
   ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", opts,
-             {static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
+             {group == 4 ? size_t{1} : static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp),
+              static_cast<size_t>(d.s.N * d.s.G * CG)},
              {},
              ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
              i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
@@ -830,7 +832,7 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
                            (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
   ctx.launch("quant", "qvnni_pack_input", opts,
-             {static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
+             {1, static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
              {}, ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
              i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
   ctx.launch("quant", "qconv_vnni_rows", opts,
