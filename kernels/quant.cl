@@ -27,7 +27,8 @@
 //         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group; -DQTILED with tiled.cl's
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   VNNI conv (x86 AVX-512 VNNI, see below): -DQVNNI -DOWB=n -DOCV=1|2|4, the window, -DX_SIGNED
-//         for int8 inputs
+//         for int8 inputs; 1x1 with -DPWB= -DPXV= (-DPW_DIRECT -DPW_GROUPS=n: no packing launch),
+//         along output rows with -DPW_ROWS -DPWB= -DPXV= -DRB= (qconv_vnni_rows)
 //   VNNI depthwise conv: -DQDWVNNI, the window, -DIN_W= -DOUT_W= -DPAD_W=, -DX_SIGNED for int8 inputs
 //   VNNI matmul: -DQMVNNI -DNBV=1|2|4 -DMB=n, -DX_SIGNED for int8 inputs
 //   matmul: -DNB=4|8|16 -DMB=n; -DQMTILED with tiled.cl's options and -DFLUSH_TILES for the
