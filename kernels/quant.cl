@@ -793,6 +793,40 @@ static inline uint group_lane(const __global XT* restrict src, long plane, long 
   __global const XT *restrict X, __global const XT *xz, __global uint *restrict Xp, int C_g, int D, int H, int W, \
       int CG, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w
 // Columns x0 .. x0 + 15 of padded row dh of group ngc.
+#if !defined(QPAIRS) && defined(__x86_64__)
+// Columns iw0 .. iw0 + 15 of one input row (src: its first column, channel GRP*cg; `row`: the row
+// lies inside the input, `here`: channels of the group inside) as 16 lanes of 4 channels, z
+// outside the input. AVX-512 (the VNNI kernels' devices): blocks at a row's ends, padding rows and
+// groups short of 4 channels as vectors too, the inside columns [lo, hi) through masked byte loads
+// (lanes outside are neither read nor faulted on) and z elsewhere. One lane at a time, these
+// blocks took most of the packing time (2 of a 56-column row's 4 blocks with padding 1).
+__attribute__((always_inline)) static inline uint16 group_block16(const __global XT* restrict src, long plane,
+                                                                  int iw0, int W, bool row, int here, uint z) {
+  if (row && here == GRP && iw0 >= 0 && iw0 + 16 <= W) return group_lanes16(src + iw0, plane);
+  const int lo = clamp(-iw0, 0, 16), hi = row ? clamp(W - iw0, 0, 16) : 0;
+  const uint zz = z * 0x01010101u;
+  if (hi <= lo) return (uint16)zz;
+  const uint mask = (uint)(((1ul << hi) - 1ul) & ~((1ul << lo) - 1ul));
+  uint16 v = (uint16)0;
+#pragma unroll
+  for (int q = 0; q < GRP; ++q) {
+    uint16 u = (uint16)z;
+    if (q < here) {
+      uchar16 b;
+      __asm__("kmovw %1, %%k1\n\tvmovdqu8 (%2), %0%{%%k1%}%{z%}" : "=v"(b) : "r"(mask), "r"(src + q * plane + iw0) : "k1");
+#ifdef X_SIGNED
+      u = convert_uint16(convert_int16(as_char16(b)) + 128);
+#else
+      u = convert_uint16(b);
+#endif
+    }
+    v |= u << (uint)(8 * q);
+  }
+  const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return select((uint16)zz, v, convert_uint16(lane >= lo && lane < hi));
+}
+#endif
+// Columns x0 .. x0 + 15 of padded row dh of group ngc.
 __attribute__((always_inline)) static inline void pack_block(PACK_INPUT_PARAMS, int x0, int dh, int ngc) {
   const int cg = ngc % CG, ng = ngc / CG;
   const int dd = dh / Hp, hh = dh % Hp;
@@ -803,40 +837,14 @@ __attribute__((always_inline)) static inline void pack_block(PACK_INPUT_PARAMS, 
   __global uint* dst = Xp + (((long)ngc * Dp + dd) * Hp + hh) * Wp + x0;
   const bool row = id >= 0 && id < D && ih >= 0 && ih < H;
   const __global XT* src = X + ((long)ng * C_g + cg * GRP) * plane + ((long)id * H + ih) * W;
-  if (row && here == GRP && iw0 >= 0 && iw0 + 16 <= W && x0 + 16 <= Wp) {
-    vstore16(group_lanes16(src + iw0, plane), 0, dst);
+#if !defined(QPAIRS) && defined(__x86_64__)
+  if (x0 + 16 <= Wp) {
+    vstore16(group_block16(src, plane, iw0, W, row, here, z), 0, dst);
     return;
   }
-#if !defined(QPAIRS) && defined(__x86_64__)
-  // AVX-512 (the VNNI kernels' devices): the blocks at a row's ends, the padding rows and groups
-  // short of 4 channels as vectors too, the inside columns [lo, hi) through masked byte loads
-  // (lanes outside are neither read nor faulted on) and z elsewhere. One lane at a time, these
-  // blocks took most of the packing time (2 of a 56-column row's 4 blocks with padding 1).
-  if (x0 + 16 <= Wp) {
-    const int lo = clamp(-iw0, 0, 16), hi = row ? clamp(W - iw0, 0, 16) : 0;
-    const uint zz = z * 0x01010101u;
-    uint16 v = (uint16)zz;
-    if (hi > lo) {
-      const uint mask = (uint)(((1ul << hi) - 1ul) & ~((1ul << lo) - 1ul));
-      v = (uint16)0;
-#pragma unroll
-      for (int q = 0; q < GRP; ++q) {
-        uint16 u = (uint16)z;
-        if (q < here) {
-          uchar16 b;
-          __asm__("kmovw %1, %%k1\n\tvmovdqu8 (%2), %0%{%%k1%}%{z%}" : "=v"(b) : "r"(mask), "r"(src + q * plane + iw0) : "k1");
-#ifdef X_SIGNED
-          u = convert_uint16(convert_int16(as_char16(b)) + 128);
 #else
-          u = convert_uint16(b);
-#endif
-        }
-        v |= u << (uint)(8 * q);
-      }
-      const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-      v = select((uint16)zz, v, convert_uint16(lane >= lo && lane < hi));
-    }
-    vstore16(v, 0, dst);
+  if (row && here == GRP && iw0 >= 0 && iw0 + 16 <= W && x0 + 16 <= Wp) {
+    vstore16(group_lanes16(src + iw0, plane), 0, dst);
     return;
   }
 #endif
@@ -1081,6 +1089,97 @@ static inline int16 rows_load(const __global uint* restrict q, int v) {
   return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #endif
 }
+// The products of one block of PWB channels: acc [row][channel][vector] over every group, kd, kh
+// and kw; X_ROW(c, kd, kh) is the first column of the input row that tap row (kd, kh) of output
+// row 0 reads, ROW_STEP the distance to the next output row's, LOADX(q, v) vector v from q.
+#define ROWS_BLOCK(acc, wq, CG, X_ROW, ROW_STEP, LOADX)                                                  \
+  {                                                                                                     \
+    _Pragma("unroll") for (int i = 0; i < PWB * NV; ++i) acc[i] = (int16)0;                             \
+    for (int c = 0; c < CG; ++c)                                                                        \
+      for (int kd = 0; kd < KD; ++kd)                                                                   \
+        for (int kh = 0; kh < KH; ++kh) {                                                               \
+          const XR_SPACE uint* xr = X_ROW(c, kd, kh);                                        \
+          const __global uint* wr = wq + ((c * KD + kd) * KH + kh) * (KW * PWB);                        \
+          _Pragma("unroll") for (int kw = 0; kw < KW; ++kw) {                                           \
+            int16 x[NV];                                                                                \
+            _Pragma("unroll") for (int r = 0; r < RB; ++r)                                              \
+              _Pragma("unroll") for (int v = 0; v < PXV; ++v) x[r * PXV + v] =                          \
+                  LOADX(xr + r * (ROW_STEP) + kw * DW, v);                                              \
+            _Pragma("unroll") for (int k = 0; k < PWB; ++k) {                                           \
+              const int16 w = (int16)((int)wr[kw * PWB + k]);                                           \
+              _Pragma("unroll") for (int r = 0; r < RB; ++r)                                            \
+                _Pragma("unroll") for (int v = 0; v < PXV; ++v)                                         \
+                  DPBUSD(acc[(r * PWB + k) * PXV + v], x[r * PXV + v], w);                              \
+            }                                                                                           \
+          }                                                                                             \
+        }                                                                                               \
+  }
+#ifdef ROWS_DIRECT
+// -DROWS_DIRECT (qconv_vnni_rows_x, 2-D convs): no packing launch. A work-item gathers the input
+// rows its RB output rows read (IN_ROWS rows of IN_VECS vectors of 16 columns from its first
+// column's input, 4-channel groups interleaved into uints, z in the padding: group_block16) into
+// private memory once, then computes `blocks` channel blocks from that copy. CG <= ROWS_GROUPS.
+#define IN_ROWS ((RB - 1) * SH + (KH - 1) * DH + 1)
+#define IN_VECS ((16 * PXV * SW + (KW - 1) * DW + 15) / 16)
+typedef struct { int16 lanes; } __attribute__((packed)) oi_ints16;
+// An unaligned vector of 16 uints from private memory: one load (vload16 from private memory was
+// assembled from pieces by PoCL 3.1's LLVM).
+#define PRIV_LOAD16(p) (((const oi_ints16*)(p))->lanes)
+static inline int16 rows_load_private(const uint* q, int v) {
+#if SW == 1
+  return PRIV_LOAD16(q + 16 * v);
+#else
+  const int16 lo = PRIV_LOAD16(q + 32 * v), hi = PRIV_LOAD16(q + 32 * v + 16);
+  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#endif
+}
+// Global: (ceil(oc_blocks / blocks), ceil(OW / (16 * PXV)), N*G*ceil(OH / RB)).
+__kernel void qconv_vnni_rows_x(__global const XT* restrict X, __global const uint* restrict Wq,
+                                __global const int* restrict wsum, __global const int* restrict bias,
+                                __global const float* xs, __global const XT* xz, __global const float* ws,
+                                __global const float* ys, __global const YT* yzp, __global YT* restrict Y, int C_g,
+                                int H, int W, int pad_h, int pad_w, int M_g, int OH, int OW, int G, int oc_blocks,
+                                int blocks) {
+  const int ob0 = get_global_id(0) * blocks;
+  const int ow0 = get_global_id(1) * (16 * PXV);
+  if (ob0 >= oc_blocks || ow0 >= OW) return;
+  const int row_blocks = (OH + RB - 1) / RB;
+  const int oh0 = get_global_id(2) % row_blocks * RB;
+  const int ng = get_global_id(2) / row_blocks;
+  const int g = ng % G, n = ng / G;
+  const int CG = (C_g + GRP - 1) / GRP;
+  const long plane = (long)H * W;
+  X += (long)ng * C_g * plane;
+  const uint z = U8(xz[0]);
+  uint16 xg[ROWS_GROUPS * IN_ROWS * IN_VECS];
+  const int ih0 = oh0 * SH - pad_h, iw0 = ow0 * SW - pad_w;
+  for (int c = 0; c < CG; ++c) {
+    const int here = min(GRP, C_g - c * GRP);
+    for (int r = 0; r < IN_ROWS; ++r) {
+      const int ih = ih0 + r;
+      const bool row = ih >= 0 && ih < H;
+      const __global XT* src = X + (long)(c * GRP) * plane + (long)ih * W;
+#pragma unroll
+      for (int v = 0; v < IN_VECS; ++v)
+        xg[(c * IN_ROWS + r) * IN_VECS + v] = group_block16(src, plane, iw0 + 16 * v, W, row, here, z);
+    }
+  }
+  const long oplane = (long)OH * OW;
+  __global YT* y0 = Y + (long)n * G * M_g * oplane + (long)oh0 * OW + ow0;
+  const int ob_end = min(oc_blocks, ob0 + blocks);
+  for (int ob = ob0; ob < ob_end; ++ob) {
+    const __global uint* wq = Wq + ((long)g * oc_blocks + ob) * CG * (KH * KW * PWB);
+    int16 acc[PWB * NV];
+#define XR_SPACE
+#define XG_ROW(c, kd, kh) ((const uint*)(xg + ((c) * IN_ROWS + (kh) * DH) * IN_VECS))
+    ROWS_BLOCK(acc, wq, CG, XG_ROW, SH * IN_VECS * 16, rows_load_private)
+#undef XG_ROW
+#undef XR_SPACE
+    for (int r = 0; r < RB && oh0 + r < OH; ++r)
+      pw_finish(acc + r * PWB * PXV, ob, g, y0 + r * OW, oplane, OW - ow0, wsum, bias, xs, xz, ws, ys, yzp, M_g);
+  }
+}
+#else
 __kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const uint* restrict Wq,
                               __global const int* restrict wsum, __global const int* restrict bias,
                               __global const float* xs, __global const XT* xz, __global const float* ws,
@@ -1097,38 +1196,18 @@ __kernel void qconv_vnni_rows(__global const uint* restrict Xp, __global const u
   Xp += (long)ng * CG * Dp * Hp * Wp + ow0 * SW;
   const __global uint* wq = Wq + ((long)g * oc_blocks + ob) * CG * (KD * KH * KW * PWB);
   int16 acc[PWB * NV];  // [row][channel][vector]
-#pragma unroll
-  for (int i = 0; i < PWB * NV; ++i) acc[i] = (int16)0;
   const int id0 = od * SD, ih0 = oh0 * SH;
-  for (int c = 0; c < CG; ++c) {
-    for (int kd = 0; kd < KD; ++kd) {
-      for (int kh = 0; kh < KH; ++kh) {
-        const __global uint* xr = Xp + (((long)c * Dp + id0 + kd * DD) * Hp + ih0 + kh * DH) * Wp;
-        const __global uint* wr = wq + ((c * KD + kd) * KH + kh) * (KW * PWB);
-#pragma unroll
-        for (int kw = 0; kw < KW; ++kw) {
-          int16 x[NV];
-#pragma unroll
-          for (int r = 0; r < RB; ++r)
-#pragma unroll
-            for (int v = 0; v < PXV; ++v) x[r * PXV + v] = rows_load(xr + r * SH * Wp + kw * DW, v);
-#pragma unroll
-          for (int k = 0; k < PWB; ++k) {
-            const int16 w = (int16)((int)wr[kw * PWB + k]);
-#pragma unroll
-            for (int r = 0; r < RB; ++r)
-#pragma unroll
-              for (int v = 0; v < PXV; ++v) DPBUSD(acc[(r * PWB + k) * PXV + v], x[r * PXV + v], w);
-          }
-        }
-      }
-    }
-  }
+#define XR_SPACE __global
+#define XP_ROW(c, kd, kh) (Xp + (((long)(c) * Dp + id0 + (kd) * DD) * Hp + ih0 + (kh) * DH) * Wp)
+  ROWS_BLOCK(acc, wq, CG, XP_ROW, SH * Wp, rows_load)
+#undef XP_ROW
+#undef XR_SPACE
   const long oplane = (long)OD * OH * OW;
   __global YT* y0 = Y + (long)n * G * M_g * oplane + ((long)od * OH + oh0) * OW + ow0;
   for (int r = 0; r < RB && oh0 + r < OH; ++r)
     pw_finish(acc + r * PWB * PXV, ob, g, y0 + r * OW, oplane, OW - ow0, wsum, bias, xs, xz, ws, ys, yzp, M_g);
 }
+#endif
 #elif defined(PW_DIRECT)
 // Global: (ceil(oc_blocks / blocks), ceil(P / (16 * PXV)), N*G); `blocks` channel blocks per work-item.
 __kernel void qconv_vnni_pw_x(__global const XT* restrict X, PW_PARAMS, int blocks) {

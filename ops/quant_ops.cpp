@@ -808,13 +808,16 @@ bool qvnni_rows_preferred(const QConvDesc& d, const DeviceCaps&) {
 // resnet18 layers each way measured faster so, Xeon AVX-512).
 VariantParams qvnni_rows_defaults(const QConvDesc& d, const DeviceCaps&) {
   const bool two_rows = d.out3[1] > 1 && (d.out3[2] <= 16 || d.C_g <= 4);
-  return {{"pwb", 8}, {"pxv", two_rows ? 1 : 2}, {"rb", two_rows ? 2 : 1}};
+  return {{"pwb", 8}, {"pxv", two_rows ? 1 : 2}, {"rb", two_rows ? 2 : 1}, {"direct", 1}};
 }
 bool qvnni_rows_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& p) {
   const int pwb = p.at("pwb"), pxv = p.at("pxv"), rb = p.at("rb");
   return (pwb == 4 || pwb == 8 || pwb == 16) && pxv >= 1 && pxv <= 4 && rb >= 1 && rb <= 4 &&
-         pwb * pxv * rb <= 32;
+         pwb * pxv * rb <= 32 && (!p.count("direct") || p.at("direct") == 0 || p.at("direct") == 1);
 }
+// qconv_vnni_rows_x's private copy of its input rows: at most this many 4-channel groups (passed
+// as -DROWS_GROUPS, the copy's size: 64 groups x 4 rows x 3 vectors, 48 KiB).
+constexpr int64_t kRowsGroups = 64;
 void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
@@ -830,6 +833,21 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
   const std::string opts = " -DQVNNI -DPW_ROWS -DPWB=" + std::to_string(pwb) + " -DPXV=" + std::to_string(pxv) +
                            " -DRB=" + std::to_string(rb) + " -DOWB=1 -DOCV=1" + qconv_window(d) +
                            (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
+  const bool two_d = d.in3[0] == 1 && d.out3[0] == 1 && d.k3[0] == 1;
+  if ((!p.count("direct") || p.at("direct") == 1) && two_d && CG <= kRowsGroups) {
+    // No packing launch: each work-item gathers its rows' input once and computes `per` channel
+    // blocks from it, as few work-items as keep 4 per compute unit busy.
+    const int64_t cus = ctx.caps().compute_units, pixel_items = items * row_blocks * d.s.N * d.s.G;
+    const int64_t ranges = std::clamp<int64_t>((4 * cus + pixel_items - 1) / pixel_items, 1, blocks);
+    const int64_t per = (blocks + ranges - 1) / ranges;
+    ctx.launch("quant", "qconv_vnni_rows_x", opts + " -DROWS_DIRECT -DROWS_GROUPS=" + std::to_string(kRowsGroups),
+               {static_cast<size_t>((blocks + per - 1) / per), static_cast<size_t>(items),
+                static_cast<size_t>(d.s.N * d.s.G * row_blocks)},
+               {1, 1, 1}, ctx.in_buf(q.x), wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0),
+               i32(d.C_g), i32(d.in3[1]), i32(d.in3[2]), i32(d.pb3[1]), i32(d.pb3[2]), i32(d.M_g), i32(d.out3[1]),
+               i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(per));
+    return;
+  }
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
   ctx.launch("quant", "qvnni_pack_input", opts,
              {1, static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
@@ -1034,8 +1052,9 @@ const KernelFamily<QConvDesc>& qconv_family() {
            {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}, {"direct", {0, 1}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
            qvnni_pw_run},
           {"vnni_rows", "8-bit, stride 1 along rows, on x86 AVX-512 VNNI CPUs (PoCL): PWB channels x PXV vectors "
-                        "of 16 pixels of RB output rows, 4 channels per vpdpbusd lane",
-           {{"pwb", {4, 8, 16}}, {"pxv", {1, 2, 3, 4}}, {"rb", {1, 2, 3, 4}}}, qvnni_rows_applies, qvnni_rows_valid, qvnni_rows_defaults,
+                        "of 16 pixels of RB output rows, 4 channels per vpdpbusd lane; direct=1: no packing launch "
+                        "(each work-item gathers its input rows into private memory)",
+           {{"pwb", {4, 8, 16}}, {"pxv", {1, 2, 3, 4}}, {"rb", {1, 2, 3, 4}}, {"direct", {0, 1}}}, qvnni_rows_applies, qvnni_rows_valid, qvnni_rows_defaults,
            qvnni_rows_run, qvnni_rows_preferred},
           {"vnni", "8-bit on x86 AVX-512 VNNI CPUs (PoCL): OCVx16 channels x OWB pixels, 4 channels per vpdpbusd lane",
            {{"owb", {4, 7, 8, 14, 16}}, {"ocv", {1, 2, 4}}}, qvnni_applies, qvnni_valid, qvnni_defaults, qvnni_run,

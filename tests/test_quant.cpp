@@ -526,13 +526,20 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
       expect_grouped_conv(p, "qconv=vnni_pw:direct=0", "quant:qconv_vnni_pw", launches);
       if (vnni) expect_grouped_conv(p, "qconv=vnni_pw:ocb=16,pxv=1,direct=0", "quant:qconv_vnni_pw", launches);
     }
-    // Stride 1 or 2: also as vectors along output rows (vnni_rows), its default and the extreme
-    // blocks of channels, vectors and rows spread over the cases.
+    // Stride 1 or 2: also as vectors along output rows (vnni_rows), its default (direct=1: the
+    // input rows gathered by the conv itself, up to 256 input channels: all cases here) and the
+    // packed input (direct=0), and the extreme blocks of channels, vectors and rows spread over
+    // the cases, each way.
     if (!is_pointwise(k.c) && k.c.stride <= 2) {
       static const char* kRowBlocks[] = {"qconv=vnni_rows:pwb=4,pxv=3,rb=1", "qconv=vnni_rows:pwb=16,pxv=1,rb=2",
                                          "qconv=vnni_rows:pwb=8,pxv=1,rb=4", "qconv=vnni_rows:pwb=4,pxv=4,rb=2"};
-      expect_grouped_conv(p, "qconv=vnni_rows", "quant:qconv_vnni_rows", launches);
-      if (vnni) expect_grouped_conv(p, kRowBlocks[(&k - kGroupedConvCases) % 4], "quant:qconv_vnni_rows", launches);
+      const size_t i = static_cast<size_t>(&k - kGroupedConvCases);
+      expect_grouped_conv(p, "qconv=vnni_rows", "quant:qconv_vnni_rows_x", launches);
+      expect_grouped_conv(p, "qconv=vnni_rows:direct=0", "quant:qconv_vnni_rows", launches);
+      if (vnni) {
+        expect_grouped_conv(p, std::string(kRowBlocks[i % 4]) + ",direct=1", "quant:qconv_vnni_rows_x", launches);
+        expect_grouped_conv(p, std::string(kRowBlocks[(i + 1) % 4]) + ",direct=0", "quant:qconv_vnni_rows", launches);
+      }
     }
   }
 }
