@@ -815,9 +815,21 @@ bool qvnni_rows_valid(const QConvDesc&, const DeviceCaps&, const VariantParams& 
   return (pwb == 4 || pwb == 8 || pwb == 16) && pxv >= 1 && pxv <= 4 && rb >= 1 && rb <= 4 &&
          pwb * pxv * rb <= 32 && (!p.count("direct") || p.at("direct") == 0 || p.at("direct") == 1);
 }
-// qconv_vnni_rows_x's private copy of its input rows: at most this many 4-channel groups (passed
-// as -DROWS_GROUPS, the copy's size: 64 groups x 4 rows x 3 vectors, 48 KiB).
-constexpr int64_t kRowsGroups = 64;
+// qconv_vnni_rows_x's private copy of its input rows: ROWS_GROUPS 4-channel groups x IN_ROWS rows
+// x IN_VECS vectors of 64 bytes (kernels/quant.cl), at most 64 KiB. ROWS_GROUPS is 64 (one
+// program for every layer of a window) where that fits (3x3 windows: 36-60 KiB), else the
+// conv's own group count rounded up to a power of two (7x7 stems: one group), else no direct run.
+constexpr int64_t kRowsGroups = 64, kRowsCopyBytes = 64 * 1024;
+int64_t rows_direct_groups(const QConvDesc& d, int pxv, int rb) {
+  const int64_t in_rows = (rb - 1) * d.st3[1] + (d.k3[1] - 1) * d.d3[1] + 1;
+  const int64_t in_vecs = (16 * pxv * d.st3[2] + (d.k3[2] - 1) * d.d3[2] + 15) / 16;
+  const int64_t cg = (d.C_g + 3) / 4, per_group = in_rows * in_vecs * 64;
+  if (cg > kRowsGroups) return 0;
+  if (kRowsGroups * per_group <= kRowsCopyBytes) return kRowsGroups;
+  int64_t groups = 1;
+  while (groups < cg) groups *= 2;
+  return groups * per_group <= kRowsCopyBytes ? groups : 0;
+}
 void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p) {
   const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
@@ -834,13 +846,14 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
                            " -DRB=" + std::to_string(rb) + " -DOWB=1 -DOCV=1" + qconv_window(d) +
                            (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   const bool two_d = d.in3[0] == 1 && d.out3[0] == 1 && d.k3[0] == 1;
-  if ((!p.count("direct") || p.at("direct") == 1) && two_d && CG <= kRowsGroups) {
+  const int64_t rows_groups = two_d ? rows_direct_groups(d, pxv, rb) : 0;
+  if ((!p.count("direct") || p.at("direct") == 1) && rows_groups > 0) {
     // No packing launch: each work-item gathers its rows' input once and computes `per` channel
     // blocks from it, as few work-items as keep 4 per compute unit busy.
     const int64_t cus = ctx.caps().compute_units, pixel_items = items * row_blocks * d.s.N * d.s.G;
     const int64_t ranges = std::clamp<int64_t>((4 * cus + pixel_items - 1) / pixel_items, 1, blocks);
     const int64_t per = (blocks + ranges - 1) / ranges;
-    ctx.launch("quant", "qconv_vnni_rows_x", opts + " -DROWS_DIRECT -DROWS_GROUPS=" + std::to_string(kRowsGroups),
+    ctx.launch("quant", "qconv_vnni_rows_x", opts + " -DROWS_DIRECT -DROWS_GROUPS=" + std::to_string(rows_groups),
                {static_cast<size_t>((blocks + per - 1) / per), static_cast<size_t>(items),
                 static_cast<size_t>(d.s.N * d.s.G * row_blocks)},
                {1, 1, 1}, ctx.in_buf(q.x), wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys, a.yz, ctx.out_buf(0),

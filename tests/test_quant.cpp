@@ -531,14 +531,32 @@ TEST(Quant, VnniConvMatchesIntegerReference) {
     // packed input (direct=0), and the extreme blocks of channels, vectors and rows spread over
     // the cases, each way.
     if (!is_pointwise(k.c) && k.c.stride <= 2) {
-      static const char* kRowBlocks[] = {"qconv=vnni_rows:pwb=4,pxv=3,rb=1", "qconv=vnni_rows:pwb=16,pxv=1,rb=2",
-                                         "qconv=vnni_rows:pwb=8,pxv=1,rb=4", "qconv=vnni_rows:pwb=4,pxv=4,rb=2"};
+      struct RowBlock {
+        int pwb, pxv, rb;
+      };
+      static const RowBlock kRowBlocks[] = {{4, 3, 1}, {16, 1, 2}, {8, 1, 4}, {4, 4, 2}};
+      auto variant = [](const RowBlock& b, int direct) {
+        return "qconv=vnni_rows:pwb=" + std::to_string(b.pwb) + ",pxv=" + std::to_string(b.pxv) +
+               ",rb=" + std::to_string(b.rb) + ",direct=" + std::to_string(direct);
+      };
+      // direct=1 runs where the private copy (at least the conv's 4-channel groups rounded up to a
+      // power of two x its rows x its vectors of 64 bytes) fits 64 KiB, else the packed kernel
+      // (the C=256 case with 4 vectors of 2 rows: 80 KiB).
+      auto copy_fits = [&](const RowBlock& b) {
+        const int64_t rows = (b.rb - 1) * k.c.stride + (k.c.k - 1) * k.c.dil + 1;
+        const int64_t vecs = (16 * b.pxv * k.c.stride + (k.c.k - 1) * k.c.dil + 15) / 16;
+        int64_t groups = 1;
+        while (groups < (k.c.C / k.c.group + 3) / 4) groups *= 2;
+        return groups * rows * vecs * 64 <= 65536;
+      };
       const size_t i = static_cast<size_t>(&k - kGroupedConvCases);
       expect_grouped_conv(p, "qconv=vnni_rows", "quant:qconv_vnni_rows_x", launches);
       expect_grouped_conv(p, "qconv=vnni_rows:direct=0", "quant:qconv_vnni_rows", launches);
       if (vnni) {
-        expect_grouped_conv(p, std::string(kRowBlocks[i % 4]) + ",direct=1", "quant:qconv_vnni_rows_x", launches);
-        expect_grouped_conv(p, std::string(kRowBlocks[(i + 1) % 4]) + ",direct=0", "quant:qconv_vnni_rows", launches);
+        const RowBlock& b = kRowBlocks[i % 4];
+        expect_grouped_conv(p, variant(b, 1), copy_fits(b) ? "quant:qconv_vnni_rows_x" : "quant:qconv_vnni_rows",
+                            launches);
+        expect_grouped_conv(p, variant(kRowBlocks[(i + 1) % 4], 0), "quant:qconv_vnni_rows", launches);
       }
     }
   }
