@@ -46,6 +46,10 @@ if [[ ${#extra[@]} -gt 0 ]]; then
 fi
 "$python" "$repo_root/models/export_quantized.py" --models-dir "$out_dir" --out "$out_dir/int8" \
     --deps "${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}" "${force[@]}"
+# The class names beside the int8 models too (the CLI reads imagenet_labels.txt beside a model).
+if [[ -f "$out_dir/imagenet_labels.txt" && -d "$out_dir/int8" ]]; then
+    cp "$out_dir/imagenet_labels.txt" "$out_dir/int8/"
+fi
 
 echo "make_all: $out_dir"
 for f in "$out_dir"/*; do
