@@ -792,7 +792,6 @@ static inline uint group_lane(const __global XT* restrict src, long plane, long 
 #define PACK_INPUT_PARAMS                                                                                \
   __global const XT *restrict X, __global const XT *xz, __global uint *restrict Xp, int C_g, int D, int H, int W, \
       int CG, int Dp, int Hp, int Wp, int pad_d, int pad_h, int pad_w
-// Columns x0 .. x0 + 15 of padded row dh of group ngc.
 #if !defined(QPAIRS) && defined(__x86_64__)
 // Columns iw0 .. iw0 + 15 of one input row (src: its first column, channel GRP*cg; `row`: the row
 // lies inside the input, `here`: channels of the group inside) as 16 lanes of 4 channels, z
@@ -1080,15 +1079,17 @@ static inline void pw_finish(const int16* acc, int ob, int g, __global YT* restr
 // convs). Wq [G][oc_blocks][CG][KD][KH][KW][PWB] uints (4 signed bytes each).
 // Global: (oc_blocks, ceil(OW / (16 * PXV)), N*G*OD*ceil(OH / RB)).
 #define NV (RB * PXV)
-// Vector v of a row's taps from q: 16 uints, or with stride 2 the even ones of 32 (one vpermt2d).
-static inline int16 rows_load(const __global uint* restrict q, int v) {
+// Vector v of a row's taps from q, LOAD16(p) the 16 uints at p: with stride 2 the even ones of 32
+// (one vpermt2d).
 #if SW == 1
-  return as_int16(vload16(v, q));
+#define ROWS_TAPS(LOAD16, q, v) LOAD16((q) + 16 * (v))
 #else
-  const int16 lo = as_int16(vload16(2 * v, q)), hi = as_int16(vload16(2 * v + 1, q));
-  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#define ROWS_TAPS(LOAD16, q, v)                                                                       \
+  __builtin_shufflevector(LOAD16((q) + 32 * (v)), LOAD16((q) + 32 * (v) + 16), 0, 2, 4, 6, 8, 10, 12, 14, \
+                          16, 18, 20, 22, 24, 26, 28, 30)
 #endif
-}
+#define GLOBAL_LOAD16(p) as_int16(vload16(0, p))
+static inline int16 rows_load(const __global uint* restrict q, int v) { return ROWS_TAPS(GLOBAL_LOAD16, q, v); }
 // The products of one block of PWB channels: acc [row][channel][vector] over every group, kd, kh
 // and kw; X_ROW(c, kd, kh) is the first column of the input row that tap row (kd, kh) of output
 // row 0 reads, ROW_STEP the distance to the next output row's, LOADX(q, v) vector v from q.
@@ -1125,14 +1126,7 @@ typedef struct { int16 lanes; } __attribute__((packed)) oi_ints16;
 // An unaligned vector of 16 uints from private memory: one load (vload16 from private memory was
 // assembled from pieces by PoCL 3.1's LLVM).
 #define PRIV_LOAD16(p) (((const oi_ints16*)(p))->lanes)
-static inline int16 rows_load_private(const uint* q, int v) {
-#if SW == 1
-  return PRIV_LOAD16(q + 16 * v);
-#else
-  const int16 lo = PRIV_LOAD16(q + 32 * v), hi = PRIV_LOAD16(q + 32 * v + 16);
-  return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-#endif
-}
+static inline int16 rows_load_private(const uint* q, int v) { return ROWS_TAPS(PRIV_LOAD16, q, v); }
 // Global: (ceil(oc_blocks / blocks), ceil(OW / (16 * PXV)), N*G*ceil(OH / RB)).
 __kernel void qconv_vnni_rows_x(__global const XT* restrict X, __global const uint* restrict Wq,
                                 __global const int* restrict wsum, __global const int* restrict bias,

@@ -754,9 +754,22 @@ void upload_vnni_weights(BuildContext& ctx, const QConvDesc& d, int64_t block, i
   *wsum = ctx.params(vw.sums.data(), vw.sums.size() * sizeof(int32_t));
 }
 
+// The input repacked into groups of `group` channels per uint with its padding made real, extents
+// Dp x Hp x Wp (kernels/quant.cl, pack_input): qconv_vnni's, qconv_madd's and qconv_vnni_rows's.
+// VNNI: one work-item per padded row.
+Operand pack_grouped_input(BuildContext& ctx, const QConvDesc& d, cl_mem xz, const std::string& opts, int64_t group,
+                           int64_t CG, int64_t Dp, int64_t Hp, int64_t Wp) {
+  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
+  ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", opts,
+             {group == 4 ? size_t{1} : static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp),
+              static_cast<size_t>(d.s.N * d.s.G * CG)},
+             {}, ctx.in_buf(slots_of(ctx).x), xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]),
+             i32(CG), i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+  return xp;
+}
+
 // The VNNI conv (group 4, 16 lanes) or the madd one (group 2, 8 lanes; -DQPAIRS).
 void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams& p, int64_t group) {
-  const QSlots& q = slots_of(ctx);
   ProductArgs a = product_args(ctx, d.s.M);
   const int owb = p.at("owb"), ocv = p.at("ocv");
   const int64_t lanes = group == 4 ? 16 : 8;
@@ -770,14 +783,7 @@ void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams
   std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) + qconv_window(d) +
                      (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   if (group == 2) opts += std::string(" -DQPAIRS") + (ctx.caps().x86_avx2 ? " -DX86_MADD" : "");
-  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
-  // VNNI: one work-item per padded row (kernels/quant.cl, pack_input).
-  ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", opts,
-             {group == 4 ? size_t{1} : static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp),
-              static_cast<size_t>(d.s.N * d.s.G * CG)},
-             {},
-             ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
-             i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+  Operand xp = pack_grouped_input(ctx, d, a.xz, opts, group, CG, Dp, Hp, Wp);
   ctx.launch("quant", group == 4 ? "qconv_vnni" : "qconv_madd", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(ow_blocks),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
@@ -861,11 +867,7 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
                i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(per));
     return;
   }
-  Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
-  ctx.launch("quant", "qvnni_pack_input", opts,
-             {1, static_cast<size_t>(Dp * Hp), static_cast<size_t>(d.s.N * d.s.G * CG)},
-             {}, ctx.in_buf(q.x), a.xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]), i32(CG),
-             i32(Dp), i32(Hp), i32(Wp), i32(d.pb3[0]), i32(d.pb3[1]), i32(d.pb3[2]));
+  Operand xp = pack_grouped_input(ctx, d, a.xz, opts, 4, CG, Dp, Hp, Wp);
   ctx.launch("quant", "qconv_vnni_rows", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(items),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * row_blocks)},
@@ -1064,7 +1066,7 @@ const KernelFamily<QConvDesc>& qconv_family() {
           {"vnni_pw", "8-bit 1x1 on x86 AVX-512 VNNI CPUs (PoCL): OCB channels x PXV vectors of 16 pixels",
            {{"ocb", {4, 8, 16}}, {"pxv", {1, 2, 4}}, {"direct", {0, 1}}}, qvnni_pw_applies, qvnni_pw_valid, qvnni_pw_defaults,
            qvnni_pw_run},
-          {"vnni_rows", "8-bit, stride 1 along rows, on x86 AVX-512 VNNI CPUs (PoCL): PWB channels x PXV vectors "
+          {"vnni_rows", "8-bit, stride 1 or 2 along rows, on x86 AVX-512 VNNI CPUs (PoCL): PWB channels x PXV vectors "
                         "of 16 pixels of RB output rows, 4 channels per vpdpbusd lane; direct=1: no packing launch "
                         "(each work-item gathers its input rows into private memory)",
            {{"pwb", {4, 8, 16}}, {"pxv", {1, 2, 3, 4}}, {"rb", {1, 2, 3, 4}}, {"direct", {0, 1}}}, qvnni_rows_applies, qvnni_rows_valid, qvnni_rows_defaults,
@@ -1509,7 +1511,7 @@ void qconcat_build(BuildContext& ctx) {
     const ConstQ x = const_q(ctx, k + 1, k + 2, t, "X scale");
     const int64_t offset = at * ost[static_cast<size_t>(axis)];
     at += s[static_cast<size_t>(axis)];
-    if (static_cast<float>(x.scale) == static_cast<float>(y.scale) && x.zero == y.zero) {
+    if (qconcat_copied(ctx, k)) {
       if (ctx.input_in_place(k)) continue;  // its producer wrote it into the output
       CopyView v;
       v.input = k;
