@@ -1042,8 +1042,9 @@ TEST(Quant, QLinearConcatRequantizesEachOperand) {
 }
 
 // Operands that keep the output's scale and zero point and are made on the device are written by
-// their producers straight into the output (the buffer planner's Concat elimination; 128-byte
-// aligned slices here); a requantized operand is not. Values against the reference, plans with and
+// their producers straight into the output (the buffer planner's Concat elimination; slices at
+// multiples of 4 KiB here, aligned for any device's sub-buffers: PoCL 128, rusticl 512 bytes); a
+// requantized operand is not. Values against the reference, plans with and
 // without the buffer planner.
 TEST(Quant, QLinearConcatOperandsWrittenInPlace) {
   std::mt19937 rng(5);
@@ -1052,8 +1053,8 @@ TEST(Quant, QLinearConcatOperandsWrittenInPlace) {
   const int yz = 12, x2z = 100;
   m.initializer("ys", scalar_f(ys)).initializer("yz", scalar_q(DType::UInt8, yz));
   m.initializer("x2s", scalar_f(x2s)).initializer("x2z", scalar_q(DType::UInt8, x2z));
-  m.input("f0", DType::Float32, {1, 2, 8, 16}).input("f1", DType::Float32, {1, 1, 8, 16});
-  m.input("x2", DType::UInt8, {1, 3, 8, 16});
+  m.input("f0", DType::Float32, {1, 2, 32, 64}).input("f1", DType::Float32, {1, 1, 32, 64});
+  m.input("x2", DType::UInt8, {1, 3, 32, 64});
   m.node("QuantizeLinear", {"f0", "ys", "yz"}, {"q0"});
   m.node("QuantizeLinear", {"f1", "ys", "yz"}, {"q1"});
   auto& c = m.node("QLinearConcat", {"ys", "yz", "q0", "ys", "yz", "q1", "ys", "yz", "x2", "x2s", "x2z"}, {"y"});
@@ -1061,9 +1062,9 @@ TEST(Quant, QLinearConcatOperandsWrittenInPlace) {
   attr_i(c, "axis", 1);
   m.node("DequantizeLinear", {"y", "ys", "yz"}, {"out"});
   m.output("out");
-  std::map<std::string, Tensor> feeds{{"f0", random_tensor({1, 2, 8, 16}, rng)},
-                                      {"f1", random_tensor({1, 1, 8, 16}, rng)},
-                                      {"x2", random_q(DType::UInt8, {1, 3, 8, 16}, rng)}};
+  std::map<std::string, Tensor> feeds{{"f0", random_tensor({1, 2, 32, 64}, rng)},
+                                      {"f1", random_tensor({1, 1, 32, 64}, rng)},
+                                      {"x2", random_q(DType::UInt8, {1, 3, 32, 64}, rng)}};
   const std::string b = m.bytes();
   for (bool plan : {true, false}) {
     SCOPED_TRACE(plan ? "buffer planner" : "no buffer planner");
@@ -1071,17 +1072,17 @@ TEST(Quant, QLinearConcatOperandsWrittenInPlace) {
     opt.plan_memory = plan;
     auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
     auto out = s.run(feeds)["out"];
-    ASSERT_EQ(out.shape, (std::vector<int64_t>{1, 6, 8, 16}));
+    ASSERT_EQ(out.shape, (std::vector<int64_t>{1, 6, 32, 64}));
     if (plan) {
       EXPECT_NE(s.dump("plan.json").find("\"concat_inputs_in_place\": 2"), std::string::npos);
     }
     int64_t bad = 0;
     for (int64_t i = 0; i < out.numel(); ++i) {
-      const int64_t ch = i / 128, j = i % 128;
+      const int64_t ch = i / 2048, j = i % 2048;
       int64_t q;
-      if (ch < 2) q = quantize_ref(feeds["f0"].data<float>()[ch * 128 + j], ys, yz, DType::UInt8);
+      if (ch < 2) q = quantize_ref(feeds["f0"].data<float>()[ch * 2048 + j], ys, yz, DType::UInt8);
       else if (ch < 3) q = quantize_ref(feeds["f1"].data<float>()[j], ys, yz, DType::UInt8);
-      else q = quantize_ref(static_cast<float>(geti(feeds["x2"], (ch - 3) * 128 + j) - x2z) * x2s, ys, yz, DType::UInt8);
+      else q = quantize_ref(static_cast<float>(geti(feeds["x2"], (ch - 3) * 2048 + j) - x2z) * x2s, ys, yz, DType::UInt8);
       bad += out.data<float>()[i] != static_cast<float>(q - yz) * ys;
     }
     EXPECT_EQ(bad, 0);
