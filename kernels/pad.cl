@@ -1,8 +1,8 @@
-// Pad in constant, reflect or edge mode, dtype-agnostic (elements move as words of their size).
+// Pad in constant, reflect, edge or wrap mode, dtype-agnostic (elements move as words of their size).
 //
 // Build options:
 //   -DE=uchar|ushort|uint|ulong            word type of the elements
-//   -DMODE_CONSTANT|MODE_REFLECT|MODE_EDGE
+//   -DMODE_CONSTANT|MODE_REFLECT|MODE_EDGE|MODE_WRAP
 //   -DIDX=int                              32-bit offset arithmetic when every offset fits
 //
 // p holds ndim output dims, ndim input dims, ndim leading pads (negative pads crop), ndim input
@@ -28,6 +28,10 @@ __kernel void pad_generic(__global const E* src, __global E* dst, __global const
       return;
 #elif defined(MODE_EDGE)
       c = c < 0 ? 0 : len - 1;
+#elif defined(MODE_WRAP)
+      // As if the input were a torus (Pad-19); pads wider than the input wrap again.
+      c %= len;
+      if (c < 0) c += len;
 #else
       // numpy's reflect (edge not repeated), folded with period 2(len-1) so pads wider than the
       // input keep reflecting.

@@ -151,8 +151,15 @@ DftSpec dft_spec(const OpContext& ctx) {
   if (rank < 2) ctx.fail("input must have rank >= 2 ([..., signal, 1 or 2]), not " + shape_to_string(x));
   s.complex = x.back();
   if (s.complex != 1 && s.complex != 2) ctx.fail("the last dim of input must be 1 (real) or 2 (complex), not " + std::to_string(s.complex));
-  // (DFT-20 moves axis to an input; the runtime implements opsets up to 18.)
+  // DFT-20 moves axis to an input (a scalar, default -2: the last signal dim).
   int64_t axis = ctx.node().attr_int("axis", 1);
+  if (ctx.opset() >= 20) {
+    axis = -2;
+    if (ctx.has_input(2)) {
+      if (!ctx.is_const(2)) ctx.unsupported("an axis computed on the device; this plan cannot read it back");
+      axis = scalar_int(ctx, 2, "axis");
+    }
+  }
   if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for " + shape_to_string(x));
   if (axis < 0) axis += rank;
   if (axis == rank - 1) ctx.fail("axis must not be the last dim (it holds the real and imaginary parts)");
@@ -368,6 +375,7 @@ void add_audio_ops(std::vector<OpDef>& t) {
     t.push_back(OpDef(w, 17, window_infer).host(window_host).value_inputs({0}));
   t.push_back(OpDef("MelWeightMatrix", 17, mel_infer).host(mel_host).value_inputs({0, 1, 2, 3, 4}));
   t.push_back(OpDef("DFT", 17, dft_infer).build(dft_build).value_inputs({1}).flops(dft_flops).any_storage());
+  t.push_back(OpDef("DFT", 20, dft_infer).build(dft_build).value_inputs({1, 2}).flops(dft_flops).any_storage());
   t.push_back(OpDef("STFT", 17, stft_infer).build(stft_build).value_inputs({1, 3}).flops(stft_flops).any_storage());
 }
 

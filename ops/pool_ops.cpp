@@ -247,6 +247,8 @@ void add_pool_ops(std::vector<OpDef>& t) {
   for (const char* op :
        {"MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"})
     t.push_back(OpDef(op, 1, pool_infer).build(pool_build).flops(pool_flops).any_storage());
+  // AveragePool-19 adds dilations, which every pool's window honours (pool_window).
+  t.push_back(OpDef("AveragePool", 19, pool_infer).build(pool_build).flops(pool_flops).any_storage());
 }
 
 }  // namespace oi

@@ -77,12 +77,12 @@ struct AxisInfo {
   int64_t len = 0;  // 0: per-tensor only
 };
 
-AxisInfo axis_info(const OpContext& ctx, const Shape& data) {
+AxisInfo axis_info(const OpContext& ctx, const Shape& data, bool blocks_ok = false) {
   AxisInfo a;
   if (ctx.opset() < 13) return a;
   const Node& n = ctx.node();
-  if (n.has("block_size") && n.attr_int("block_size", 0) != 0)
-    ctx.unsupported("blocked quantization (block_size) is not supported");
+  if (!blocks_ok && n.has("block_size") && n.attr_int("block_size", 0) != 0)
+    ctx.unsupported("blocked quantization (block_size) is not supported here (DequantizeLinear of constants is)");
   // The axis matters only for per-axis scales; a per-tensor scale ignores it (even out of range).
   const int64_t rank = static_cast<int64_t>(data.size()), axis = n.attr_int("axis", 1);
   if (axis < -rank || axis >= rank) return a;
@@ -117,6 +117,9 @@ void quantize_infer(OpContext& ctx) {
   const DType xt = ctx.in_type(0);
   if (xt != DType::Float32)
     ctx.unsupported("input 0 is " + std::string(dtype_name(xt)) + "; only float32 can be quantized");
+  // QuantizeLinear-23's precision of x / y_scale: float32 (or 0: the scale's type, float32 here).
+  if (const int64_t p = ctx.node().attr_int("precision", 0); p != 0 && p != static_cast<int64_t>(DType::Float32))
+    ctx.unsupported("precision " + std::string(dtype_name(static_cast<DType>(p))) + " (float32 is supported)");
   const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
   check_scale(ctx, 1, a.len, "y_scale");
   DType out = ctx.has_input(2) ? ctx.in_type(2) : DType::UInt8;
@@ -176,10 +179,63 @@ void quantize_build(BuildContext& ctx) {
 }
 
 // ---- DequantizeLinear ----------------------------------------------------------------------
+// DequantizeLinear-21's block_size (0: not blocked).
+int64_t dq_block(const OpContext& ctx) {
+  return ctx.opset() >= 21 ? ctx.node().attr_int("block_size", 0) : 0;
+}
+
+// Blocked quantization: the scale (and zero point) has x's rank and dims, except along `axis`,
+// where each of its values covers `block` consecutive elements of x. Checked, and the axis
+// returned.
+int64_t check_blocked(const OpContext& ctx, int64_t block) {
+  const Shape &x = ctx.in_shape(0), &s = ctx.in_shape(1);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = ctx.node().attr_int("axis", 1);
+  if (block < 0) ctx.fail("block_size must not be negative, not " + std::to_string(block));
+  if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is out of range for " + shape_to_string(x));
+  if (axis < 0) axis += rank;
+  bool ok = s.size() == x.size();
+  for (int64_t d = 0; ok && d < rank; ++d)
+    ok = d == axis ? s[d] == (x[d] + block - 1) / block : s[d] == x[d];
+  if (!ok)
+    ctx.fail("x_scale " + shape_to_string(s) + " does not fit blocks of " + std::to_string(block) + " along axis " +
+             std::to_string(axis) + " of x " + shape_to_string(x));
+  if (ctx.in_type(1) != DType::Float32)
+    ctx.unsupported("x_scale is " + std::string(dtype_name(ctx.in_type(1))) + "; only float32 scales are supported");
+  if (ctx.has_input(2) && (ctx.in_type(2) != ctx.in_type(0) || ctx.in_shape(2) != s))
+    ctx.fail("x_zero_point must have x's type and x_scale's shape " + shape_to_string(s));
+  if (!ctx.is_const(0) || !ctx.is_const(1) || (ctx.has_input(2) && !ctx.is_const(2)))
+    ctx.unsupported("blocked quantization of computed tensors (constant weights are dequantized once at plan time)");
+  return axis;
+}
+
+Tensor dequantize_blocked(const Tensor& x, const Tensor& s, const Tensor* z, int64_t axis, int64_t block) {
+  Tensor y(DType::Float32, x.shape);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t len = x.shape[axis], slen = s.shape[axis];
+  float* out = y.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t outer = i / (inner * len), along = (i / inner) % len, rest = i % inner;
+    const int64_t c = (outer * slen + along / block) * inner + rest;
+    const int64_t zp = z ? host_get_i(*z, c) : 0;
+    out[i] = static_cast<float>(host_get_i(x, i) - zp) * static_cast<float>(host_get_f(s, c));
+  }
+  return y;
+}
+
 void dequantize_infer(OpContext& ctx) {
   const DType xt = ctx.in_type(0);
   if (!is_quantized_type(xt) && xt != DType::Int32)
     ctx.unsupported("input 0 is " + std::string(dtype_name(xt)) + "; int8, uint8 and int32 can be dequantized");
+  // DequantizeLinear-23's output_dtype: float32 (or 0: the scale's type, float32 here).
+  if (const int64_t o = ctx.node().attr_int("output_dtype", 0); o != 0 && o != static_cast<int64_t>(DType::Float32))
+    ctx.unsupported("output_dtype " + std::string(dtype_name(static_cast<DType>(o))) + " (float32 is supported)");
+  if (const int64_t block = dq_block(ctx)) {
+    check_blocked(ctx, block);
+    ctx.set_out(0, DType::Float32, ctx.in_shape(0));
+    return;
+  }
   const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
   check_scale(ctx, 1, a.len, "x_scale");
   check_zero_point(ctx, 2, xt, numel(ctx.in_shape(1)), "x_zero_point");
@@ -192,6 +248,12 @@ void dequantize_infer(OpContext& ctx) {
 }
 
 void dequantize_host(OpContext& ctx) {
+  if (const int64_t block = dq_block(ctx)) {
+    const int64_t axis = check_blocked(ctx, block);
+    ctx.set_out_data(0, dequantize_blocked(ctx.in_data(0), ctx.in_data(1), ctx.has_input(2) ? &ctx.in_data(2) : nullptr,
+                                           axis, block));
+    return;
+  }
   const AxisInfo a = axis_info(ctx, ctx.in_shape(0));
   ctx.set_out_data(0, dequantize_tensor(ctx.in_data(0), ctx.in_data(1), ctx.has_input(2) ? &ctx.in_data(2) : nullptr,
                                         a.axis));
@@ -1541,7 +1603,9 @@ std::vector<VariantInfo> qconv_variant_info() { return family_info(qconv_family(
 std::vector<VariantInfo> qgemm_variant_info() { return family_info(qmatmul_family()); }
 
 void add_quant_ops(std::vector<OpDef>& t) {
-  for (int v : {10, 13}) {
+  // 19: float8 types (refused); 21: blocked quantization (DequantizeLinear of constants) and
+  // QuantizeLinear's output_dtype; 23: QuantizeLinear's precision, DequantizeLinear's output_dtype.
+  for (int v : {10, 13, 19, 21, 23}) {
     t.push_back(OpDef("QuantizeLinear", v, quantize_infer).host(quantize_host).build(quantize_build));
     // Not folded before the optimizer: the fuse_qdq pass wants the quantized weights (it folds
     // what it does not fuse).

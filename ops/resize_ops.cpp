@@ -56,16 +56,14 @@ ResizeSpec resize_spec(OpContext& ctx) {
     s.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
     s.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
     s.extrapolation = n.attr_float("extrapolation_value", 0.f);
-    static const char* kCoords[] = {"half_pixel",           "asymmetric",
-                                    "align_corners",        "pytorch_half_pixel",
-                                    "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char* kCoords[] = {"half_pixel",           "asymmetric",         "align_corners",
+                                    "pytorch_half_pixel",   "tf_half_pixel_for_nn", "tf_crop_and_resize",
+                                    "half_pixel_symmetric"};
     bool known = false;
     for (const char* c : kCoords) known |= s.coord == c;
-    if (!known) {
-      if (s.coord == "half_pixel_symmetric")
-        ctx.unsupported("coordinate_transformation_mode 'half_pixel_symmetric' (opset 19)");
-      ctx.fail("unknown coordinate_transformation_mode '" + s.coord + "'");
-    }
+    if (!known) ctx.fail("unknown coordinate_transformation_mode '" + s.coord + "'");
+    if (s.coord == "half_pixel_symmetric" && ctx.opset() < 19)
+      ctx.fail("coordinate_transformation_mode 'half_pixel_symmetric' needs opset 19 or newer");
     if (s.nearest != "round_prefer_floor" && s.nearest != "round_prefer_ceil" &&
         s.nearest != "floor" && s.nearest != "ceil")
       ctx.fail("unknown nearest_mode '" + s.nearest + "'");
@@ -158,6 +156,11 @@ Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
     xo = out_w > 1 ? (xd + 0.5) / scale - 0.5 : 0;
   } else if (s.coord == "align_corners") {
     xo = out_w == 1 ? 0 : xd * static_cast<double>(in - 1) / (out_w - 1);
+  } else if (s.coord == "half_pixel_symmetric") {
+    // Resize-19: half_pixel with the output's centre on the input's where the output size was
+    // rounded down from in * scale.
+    const double adjustment = static_cast<double>(s.out[d]) / out_w;
+    xo = static_cast<double>(in) / 2 * (1 - adjustment) + (xd + 0.5) / scale - 0.5;
   } else if (s.coord == "tf_half_pixel_for_nn") {
     xo = (xd + 0.5) / scale;
   } else if (s.coord == "tf_crop_and_resize") {
@@ -333,7 +336,9 @@ void add_resize_ops(std::vector<OpDef>& t) {
   t.push_back(OpDef("Upsample", 7, resize_infer).build(resize_build).flops(resize_flops).shared_storage().any_storage());
   t.push_back(OpDef("Upsample", 9, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
   t.push_back(OpDef("Resize", 10, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
-  t.push_back(OpDef("Resize", 11, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops).shared_storage().any_storage());
+  // Resize-19: the half_pixel_symmetric coordinate transformation (taps_for).
+  for (int v : {11, 19})
+    t.push_back(OpDef("Resize", v, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops).shared_storage().any_storage());
 }
 
 }  // namespace oi

@@ -50,11 +50,19 @@ struct GridSampleSpec {
 GridSampleSpec grid_sample_spec(const OpContext& ctx) {
   const Node& n = ctx.node();
   GridSampleSpec s;
-  s.mode = n.attr_string("mode", "bilinear");
   s.padding = n.attr_string("padding_mode", "zeros");
   s.align_corners = n.attr_int("align_corners", 0) != 0;
-  if (s.mode != "bilinear" && s.mode != "nearest" && s.mode != "bicubic")
-    ctx.fail("mode must be bilinear, nearest or bicubic, not '" + s.mode + "'");
+  if (ctx.opset() >= 20) {
+    // GridSample-20 names the modes linear, nearest and cubic (and defines N-D grids).
+    s.mode = n.attr_string("mode", "linear");
+    if (s.mode != "linear" && s.mode != "nearest" && s.mode != "cubic")
+      ctx.fail("mode must be linear, nearest or cubic, not '" + s.mode + "'");
+    s.mode = s.mode == "linear" ? "bilinear" : s.mode == "cubic" ? "bicubic" : s.mode;
+  } else {
+    s.mode = n.attr_string("mode", "bilinear");
+    if (s.mode != "bilinear" && s.mode != "nearest" && s.mode != "bicubic")
+      ctx.fail("mode must be bilinear, nearest or bicubic, not '" + s.mode + "'");
+  }
   if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection")
     ctx.fail("padding_mode must be zeros, border or reflection, not '" + s.padding + "'");
   return s;
@@ -63,6 +71,7 @@ GridSampleSpec grid_sample_spec(const OpContext& ctx) {
 void grid_sample_infer(OpContext& ctx) {
   grid_sample_spec(ctx);
   const Shape &x = ctx.in_shape(0), &g = ctx.in_shape(1);
+  if (x.size() == 5 && ctx.opset() >= 20) ctx.unsupported("volumetric (5-D) sampling is not supported; 4-D is");
   if (x.size() != 4) ctx.fail("input X must be 4-D (N, C, H, W), got " + shape_to_string(x));
   if (g.size() != 4 || g[3] != 2)
     ctx.fail("grid must be (N, H_out, W_out, 2), got " + shape_to_string(g));
@@ -99,7 +108,7 @@ void grid_sample_build(BuildContext& ctx) {
 }
 
 double grid_sample_flops(const OpContext& ctx) {
-  const std::string mode = ctx.node().attr_string("mode", "bilinear");
+  const std::string mode = grid_sample_spec(ctx).mode;
   const double taps = mode == "nearest" ? 1 : mode == "bilinear" ? 4 : 16;
   return 2 * taps * static_cast<double>(numel(ctx.out_shape(0)));
 }
@@ -271,10 +280,11 @@ void max_unpool_build(BuildContext& ctx) {
 }  // namespace
 
 void add_sample_ops(std::vector<OpDef>& t) {
-  t.push_back(OpDef("GridSample", 16, grid_sample_infer)
-                  .build(grid_sample_build)
-                  .flops(grid_sample_flops)
-                  .any_storage());
+  for (int v : {16, 20})  // 20: the modes linear and cubic (grid_sample_spec)
+    t.push_back(OpDef("GridSample", v, grid_sample_infer)
+                    .build(grid_sample_build)
+                    .flops(grid_sample_flops)
+                    .any_storage());
   t.push_back(OpDef("RoiAlign", 10, roi_align_infer).build(roi_align_build).any_storage());
   t.push_back(OpDef("RoiAlign", 16, roi_align_infer).build(roi_align_build).any_storage());
   t.push_back(OpDef("MaxUnpool", 9, max_unpool_infer)

@@ -621,22 +621,39 @@ PadSpec pad_spec(const OpContext& ctx) {
   const size_t r = in.size();
   PadSpec p;
   p.mode = ctx.node().attr_string("mode", "constant");
-  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge") {
-    if (p.mode == "wrap") ctx.unsupported("mode 'wrap' (opset 19) is not supported");
-    ctx.fail("mode must be constant, reflect or edge, not '" + p.mode + "'");
-  }
+  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge" && p.mode != "wrap")
+    ctx.fail("mode must be constant, reflect, edge or wrap, not '" + p.mode + "'");
+  if (p.mode == "wrap" && ctx.opset() < 19) ctx.fail("mode 'wrap' needs opset 19 or newer");
   std::vector<int64_t> pads;
   if (ctx.opset() < 11) {
     pads = ctx.node().attr_ints(ctx.node().has("pads") ? "pads" : "paddings", {});
   } else {
-    if (ctx.has_input(3)) ctx.unsupported("the axes input (Pad-18) is not supported");
     pads = ctx.in_ints(1);
   }
-  if (pads.size() != 2 * r)
-    ctx.fail("pads " + shape_to_string(pads) + " must have 2 * rank (" + std::to_string(2 * r) +
-             ") entries");
-  p.begin.assign(pads.begin(), pads.begin() + r);
-  p.end.assign(pads.begin() + r, pads.end());
+  // Pad-18's axes: pads name only those dims (begins, then ends), the others keep zero pads.
+  std::vector<int64_t> axes;
+  if (ctx.opset() >= 18 && ctx.has_input(3)) {
+    axes = ctx.in_ints(3);
+    for (int64_t& a : axes) {
+      if (a < -static_cast<int64_t>(r) || a >= static_cast<int64_t>(r))
+        ctx.fail("axes " + shape_to_string(axes) + " out of range for rank " + std::to_string(r));
+      if (a < 0) a += static_cast<int64_t>(r);
+    }
+    for (size_t i = 0; i < axes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (axes[i] == axes[j]) ctx.fail("axes " + shape_to_string(axes) + " repeat an axis");
+  } else {
+    for (size_t d = 0; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (pads.size() != 2 * axes.size())
+    ctx.fail("pads " + shape_to_string(pads) + " must have 2 x " + (ctx.has_input(3) ? "the axes' count" : "rank") +
+             " (" + std::to_string(2 * axes.size()) + ") entries");
+  p.begin.assign(r, 0);
+  p.end.assign(r, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    p.begin[axes[i]] = pads[i];
+    p.end[axes[i]] = pads[i + axes.size()];
+  }
   return p;
 }
 
@@ -697,6 +714,9 @@ void pad_host(OpContext& ctx) {
         }
         if (p.mode == "edge" || len == 1) {
           c = c < 0 ? 0 : len - 1;
+        } else if (p.mode == "wrap") {
+          c %= len;
+          if (c < 0) c += len;
         } else {
           const int64_t period = 2 * (len - 1);
           c %= period;
@@ -731,7 +751,7 @@ void pad_build(BuildContext& ctx) {
     Tensor v = convert_elements(pad_value(ctx), ctx.input(0).dtype);  // in the input's storage
     value = ctx.params(v.bytes.data(), v.bytes.size());
   }
-  std::string mode = p.mode == "constant" ? "CONSTANT" : p.mode == "edge" ? "EDGE" : "REFLECT";
+  std::string mode = p.mode == "constant" ? "CONSTANT" : p.mode == "edge" ? "EDGE" : p.mode == "wrap" ? "WRAP" : "REFLECT";
   const size_t local = ctx.caps().linear_local();
   ctx.launch("pad", "pad_generic",
              word_option(ctx, ctx.input(0).dtype) + " -DMODE_" + mode + index_option({n, numel(in)}),
@@ -773,6 +793,9 @@ void add_tensor_ops(std::vector<OpDef>& t) {
   t.push_back(mover(OpDef("GatherND", 11, gather_nd_infer).host(gather_nd_host).build(gather_nd_build)));
   t.push_back(mover(OpDef("Pad", 2, pad_infer).host(pad_host).build(pad_build)));
   t.push_back(mover(OpDef("Pad", 11, pad_infer).host(pad_host).build(pad_build).value_inputs({1})));
+  // Pad-18: the axes input; Pad-19: the wrap mode.
+  for (int v : {18, 19})
+    t.push_back(mover(OpDef("Pad", v, pad_infer).host(pad_host).build(pad_build).value_inputs({1, 3})));
 }
 
 }  // namespace oi

@@ -187,6 +187,9 @@ struct OpDef {
 const OpDef* find_op(const std::string& domain, const std::string& op_type, int64_t opset);
 // The row for a graph node (its domain's opset from the graph); nullptr when unsupported.
 const OpDef* find_op(const Graph& g, const Node& n);
+// Why find_op refuses an operator the registry has rows for: "Pad-19 (the wrap mode) is not
+// implemented" where the opset has a newer schema version than the rows implement; else "".
+std::string schema_change(const std::string& domain, const std::string& op_type, int64_t opset);
 // Every op type the registry knows, "domain.Op" outside the default domain (for docs).
 std::vector<std::string> supported_ops();
 // The registry's rows for docs (ocl-infer --list-ops): by (domain, op type), the since_versions
@@ -196,6 +199,7 @@ struct OpCatalogRow {
   std::vector<int> since_versions;  // ascending
   OpTraits traits;                  // of the newest row
   bool has_kernel = false;          // some row builds device kernels (else host or expansion only)
+  int max_opset = 0;                // default domain: the newest opset it runs at; else 0 (no limit)
 };
 std::vector<OpCatalogRow> op_catalog();
 

@@ -67,8 +67,9 @@ std::vector<std::string> unsupported_ops(const Graph& g) {
   for (int ni : live_nodes(g)) {
     const Node& n = g.nodes[ni];
     if (find_op(g, n)) continue;
+    const std::string why = schema_change(n.domain, n.op_type, g.opset(n.domain));
     std::string key = (n.domain.empty() ? "" : n.domain + ".") + n.op_type + " (opset " +
-                      std::to_string(g.opset(n.domain)) + ")";
+                      std::to_string(g.opset(n.domain)) + (why.empty() ? "" : ": " + why) + ")";
     missing[key].push_back(n.name);
   }
   std::vector<std::string> r;

@@ -793,7 +793,7 @@ std::vector<OperatorInfo> operator_catalog() {
     o.domain = row.domain.empty() ? "ai.onnx" : row.domain;
     o.op_type = row.op_type;
     o.since_versions = row.since_versions;
-    o.max_opset = row.domain.empty() ? oi::kMaxOpset : 0;
+    o.max_opset = row.max_opset;
     const oi::OpTraits& t = row.traits;
     o.fp16_storage = t.any_float_storage || t.shared_float_storage;
     if (t.expand) o.notes.push_back("expanded at plan time (control flow: the branch taken, loops unrolled)");
