@@ -29,6 +29,11 @@
 // log(1 + e^x) without overflow for large x.
 #define ACT_SOFTPLUS(x, A, B) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
 #define ACT_SOFTSIGN(x, A, B) ((x) / (1 + fabs(x)))
+#define ACT_MISH(x, A, B) ((x) * tanh(ACT_SOFTPLUS(x, A, B)))
+#define ACT_SWISH(x, A, B) ((x) / (1 + exp(-(A) * (x))))
+// Gelu-20 with approximate "tanh": 0.5 x (1 + tanh(u)) written as x / (1 + exp(-2u)), which does not
+// cancel to a few ulps of 1 where x is large and negative.
+#define ACT_GELU_TANH(x, A, B) ((x) / (1 + exp(-1.5957691216057308f * ((x) + 0.044715f * (x) * (x) * (x)))))
 #define ACT_THRESHOLDEDRELU(x, A, B) ((x) > (A) ? (x) : 0)
 #define ACT_SHRINK(x, A, B) ((x) < -(A) ? (x) + (B) : (x) > (A) ? (x) - (B) : 0)
 #ifdef USE_FP64

@@ -14,6 +14,7 @@
 //   -DSTATS_OUT                             write each row's mean and inverse std-dev
 //   -DSTD_PLUS_EPS                          divide by sqrt(var) + eps (MeanVarianceNormalization)
 //                                           instead of sqrt(var + eps)
+//   -DRMS                                   no mean: divide by sqrt(mean(x^2) + eps) (RMSNormalization)
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -102,9 +103,13 @@ static inline void norm_row(__global const T* xr, __global T* yr, long row, long
                      __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
                      __global T* inv_out, float eps) {
   const long nv = n / RV;
+#ifdef RMS
+  const float mean = 0;
+#else
   rvec s = 0;
   for (long r = 0; r < nv; ++r) s += LDN(S, 8, xr, r);
   const float mean = RV_SUM(s) / (float)n;
+#endif
   rvec q = 0;
   for (long r = 0; r < nv; ++r) {
     const rvec d = LDN(S, 8, xr, r) - mean;
@@ -138,9 +143,13 @@ static inline void norm_row(__global const T* xr, __global T* yr, long row, long
 static inline void norm_row(__global const T* xr, __global T* yr, long row, long n, __global const T* scale,
                      __global const T* bias, long scale_n, long bias_n, __global T* mean_out,
                      __global T* inv_out, float eps) {
+#ifdef RMS
+  const TA mean = 0;
+#else
   TA s = 0;
   for (long r = 0; r < n; ++r) s += (TA)LD(S, xr, r);
   const TA mean = s / (TA)n;
+#endif
   TA q = 0;
   for (long r = 0; r < n; ++r) {
     const TA d = (TA)LD(S, xr, r) - mean;
@@ -205,10 +214,14 @@ __kernel void norm_rows(__global const T* x, __global T* y, __global const long*
   __global const T* xr = x + off;
   __global T* yr = y + off;
   __local TA buf[WG];
+#ifdef RMS
+  const TA mean = 0;
+#else
   TA s = 0;
   for (long r = lid; r < n_red; r += WG) s += (TA)LD(S, xr, red_offset(r, p));
   WG_SUM(buf, s);
   const TA mean = s / (TA)n_red;
+#endif
   TA q = 0;
   for (long r = lid; r < n_red; r += WG) {
     TA d = (TA)LD(S, xr, red_offset(r, p)) - mean;

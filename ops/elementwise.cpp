@@ -316,6 +316,10 @@ const ActivationDef& activation_row(const OpContext& ctx) {
 
 void activation_infer(OpContext& ctx) {
   const ActivationDef& a = activation_row(ctx);
+  if (ctx.node().op_type == "Gelu") {
+    const std::string approx = ctx.node().attr_string("approximate", "none");
+    if (approx != "none" && approx != "tanh") ctx.fail("approximate must be none or tanh, not '" + approx + "'");
+  }
   check_accepts(ctx, a.integers ? Accepts::Numeric : Accepts::Float, ctx.in_type(0));
   ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
 }

@@ -9,6 +9,7 @@
 // node, and gives exactly what the spec's function body gives -- including NaN for a mean over
 // targets that are all ignored (0 / 0). A target outside [0, C) that is not ignore_index fails the
 // run with GatherElements' index error.
+#include "ops/core/expansion.hpp"
 #include "ops/core/op_def.hpp"
 #include "runtime/ir/subgraph.hpp"
 
@@ -27,54 +28,6 @@ using ocl_infer::shape_to_string;
 bool has(const Node& n, int slot) { return slot < static_cast<int>(n.inputs.size()) && n.inputs[slot] >= 0; }
 
 // Builds the replacement nodes of one loss node.
-class Expansion {
- public:
-  Expansion(Graph& g, const Node& n) : g_(g), n_(n) {}
-
-  int value(const std::string& what) { return g_.add_value(n_.name + "/" + what); }
-
-  int node(const std::string& op, std::vector<int> ins, const std::string& what, int out = -1) {
-    if (out < 0) out = value(what);
-    nodes.push_back(make_node(op, n_.name + "/" + what, std::move(ins), {out}));
-    return out;
-  }
-  void attr_int(const std::string& name, int64_t v) {
-    Attribute a;
-    a.kind = Attribute::Kind::Int;
-    a.i = v;
-    nodes.back().attrs[name] = a;
-  }
-  int scalar(const std::string& what, DType t, double v) {
-    Tensor c(t, {});
-    if (t == DType::Float32) c.data<float>()[0] = static_cast<float>(v);
-    else if (t == DType::Float64) c.data<double>()[0] = v;
-    else if (t == DType::Float16) c.data<uint16_t>()[0] = ocl_infer::float_to_half(static_cast<float>(v));
-    else if (t == DType::Int32) c.data<int32_t>()[0] = static_cast<int32_t>(v);
-    else c.data<int64_t>()[0] = static_cast<int64_t>(v);
-    return g_.add_constant(n_.name + "/" + what, std::move(c));
-  }
-  // Unsqueeze / Squeeze at `axis` in the form the graph's opset defines.
-  int reshape_axis(const std::string& op, int in, int64_t axis, const std::string& what) {
-    if (g_.opset() >= 13) {
-      Tensor axes(DType::Int64, {1});
-      axes.data<int64_t>()[0] = axis;
-      return node(op, {in, g_.add_constant(n_.name + "/" + what + "_axes", std::move(axes))}, what);
-    }
-    const int out = node(op, {in}, what);
-    Attribute a;
-    a.kind = Attribute::Kind::Ints;
-    a.ints = {axis};
-    nodes.back().attrs["axes"] = a;
-    return out;
-  }
-
-  std::vector<Node> nodes;
-
- private:
-  Graph& g_;
-  const Node& n_;
-};
-
 // Checks the operands of an NLL-shaped loss: input [N, C, d...] float, target [N, d...] integer,
 // weight [C] of input's type.
 void check_operands(const Graph& g, const Node& n, const char* what) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/core/expansion.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/epilogue.hpp"
 #include "runtime/ir/host_math.hpp"
@@ -262,6 +263,11 @@ void ln_infer(OpContext& ctx) {
                       " (only trailing-dims broadcasting)");
   }
   ctx.set_out(0, ctx.in_type(0), xs);
+  if (n.op_type == "RMSNormalization") {
+    if (ctx.has_input(2)) ctx.fail("RMSNormalization takes X and scale only");
+    if (ctx.has_output(1) || ctx.has_output(2)) ctx.fail("RMSNormalization has one output");
+    return;
+  }
   Shape stats(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(axis));
   stats.resize(xs.size(), 1);
   ctx.set_out(1, DType::Float32, stats);
@@ -274,7 +280,8 @@ void ln_build(BuildContext& ctx) {
   rn.reduced.assign(ctx.in_shape(0).size(), false);
   for (size_t d = axis; d < rn.reduced.size(); ++d) rn.reduced[d] = true;
   rn.scale = 1;
-  rn.defines = " -DAFFINE_COL";
+  // RMSNormalization-23: LayerNormalization's rows and scale without the mean (nor a bias).
+  rn.defines = ctx.node().op_type == "RMSNormalization" ? " -DAFFINE_COL -DRMS" : " -DAFFINE_COL";
   if (ctx.has_input(2)) {
     rn.bias = 2;
     rn.defines += " -DHAS_BIAS";
@@ -427,6 +434,106 @@ double two_per_output(const OpContext& ctx) { return 2.0 * static_cast<double>(n
 double three_per_output(const OpContext& ctx) { return 3.0 * static_cast<double>(numel(ctx.out_shape(0))); }
 double one_per_output(const OpContext& ctx) { return static_cast<double>(numel(ctx.out_shape(0))); }
 
+// ---- GroupNormalization, LpNormalization: ONNX functions, expanded ---------------------------
+// GroupNormalization-18 (scale and bias per group) and -21 (per channel): X [N, C, ...] viewed as
+// [N, G, C/G * spatial], each row normalised as LayerNormalization's (the same kernel, its
+// statistics and epsilon), then y = normalised * scale[c] + bias[c].
+int64_t group_count(const OpContext& ctx) {
+  const int64_t g = ctx.node().attr_int("num_groups", 0);
+  if (!ctx.node().has("num_groups")) ctx.fail("attribute num_groups is required");
+  if (g < 1) ctx.fail("num_groups must be positive, not " + std::to_string(g));
+  return g;
+}
+
+void group_norm_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  const Shape& x = ctx.in_shape(0);
+  if (x.size() < 2) ctx.fail("X must be [N, C, ...], not " + shape_to_string(x));
+  const int64_t groups = group_count(ctx), c = x[1];
+  if (c % groups != 0)
+    ctx.fail("num_groups " + std::to_string(groups) + " does not divide the " + std::to_string(c) + " channels");
+  if (ctx.node().attr_int("stash_type", 1) != 1)
+    ctx.unsupported("stash_type " + std::to_string(ctx.node().attr_int("stash_type", 1)) + " (only 1, float32)");
+  const int64_t per = ctx.opset() >= 21 ? c : groups;
+  for (int k = 1; k < 3; ++k) {
+    if (!ctx.has_input(k)) ctx.fail(std::string(k == 1 ? "scale" : "bias") + " is required");
+    if (ctx.in_type(k) != ctx.in_type(0)) ctx.fail("scale and bias must have X's type");
+    if (ctx.in_shape(k) != Shape{per})
+      ctx.fail(std::string(k == 1 ? "scale" : "bias") + " must have shape [" + std::to_string(per) + "] (" +
+               (ctx.opset() >= 21 ? "one per channel" : "one per group, GroupNormalization-18") + "), not " +
+               shape_to_string(ctx.in_shape(k)));
+  }
+  ctx.set_out(0, ctx.in_type(0), x);
+}
+
+bool group_norm_expand(Graph& g, int ni) {
+  const Node n = g.nodes[ni];
+  const Value& xv = g.values[n.inputs[0]];
+  if (!xv.shape_known) return false;
+  const Shape x = xv.shape;
+  const int64_t groups = n.attr_int("num_groups", 1), c = x[1];
+  Expansion e(g, n);
+  const int rows = e.node("Reshape", {n.inputs[0], e.ints("rows_shape", {0, groups, -1})}, "rows");
+  Tensor one(xv.dtype, {1});
+  host_set_f(one, 0, 1.0);
+  const int normed = e.node("LayerNormalization", {rows, g.add_constant(n.name + "/one", std::move(one))}, "normalized");
+  e.attr_int("axis", 2);
+  e.attr_float("epsilon", n.attr_float("epsilon", 1e-5f));
+  const int back = e.node("Reshape", {normed, e.node("Shape", {n.inputs[0]}, "x_shape")}, "normalized_x");
+  // scale and bias as [C, 1, ..., 1] (per group: repeated C/G times first).
+  std::vector<int64_t> per_channel(x.size() - 1, 1);
+  per_channel[0] = c;
+  auto channels = [&](int in, const std::string& what) {
+    if (g.opset(n.domain) < 21) {
+      const int col = e.node("Reshape", {in, e.ints(what + "_col", {groups, 1})}, what + "_groups");
+      in = e.node("Expand", {col, e.ints(what + "_per_group", {groups, c / groups})}, what + "_repeated");
+    }
+    return e.node("Reshape", {in, e.ints(what + "_shape", per_channel)}, what + "_channels");
+  };
+  const int scaled = e.node("Mul", {back, channels(n.inputs[1], "scale")}, "scaled");
+  e.node("Add", {scaled, channels(n.inputs[2], "bias")}, "y", n.outputs[0]);
+  replace_node(g, ni, std::move(e.nodes));
+  return true;
+}
+
+// LpNormalization: x / ||x||_p along axis (p 1 or 2); a zero norm leaves its zeros (x / 1), as
+// ONNX Runtime does.
+void lp_norm_infer(OpContext& ctx) {
+  check_float(ctx, 0);
+  const int64_t p = ctx.node().attr_int("p", 2);
+  if (p != 1 && p != 2) ctx.fail("p must be 1 or 2, not " + std::to_string(p));
+  ctx.axis(ctx.node().attr_int("axis", -1), static_cast<int64_t>(ctx.in_shape(0).size()));
+  ctx.set_out(0, ctx.in_type(0), ctx.in_shape(0));
+}
+
+bool lp_norm_expand(Graph& g, int ni) {
+  const Node n = g.nodes[ni];
+  const Value& xv = g.values[n.inputs[0]];
+  if (!xv.shape_known) return false;
+  const int64_t rank = static_cast<int64_t>(xv.shape.size());
+  int64_t axis = n.attr_int("axis", -1);
+  if (axis < 0) axis += rank;
+  const DType t = xv.dtype;
+  Expansion e(g, n);
+  const std::string reduce = n.attr_int("p", 2) == 1 ? "ReduceL1" : "ReduceL2";
+  int norm;
+  if (g.opset() >= 18) {
+    norm = e.node(reduce, {n.inputs[0], e.ints("axes", {axis})}, "norm");
+  } else {
+    norm = e.node(reduce, {n.inputs[0]}, "norm");
+    Attribute a;
+    a.kind = Attribute::Kind::Ints;
+    a.ints = {axis};
+    e.nodes.back().attrs["axes"] = a;
+  }
+  e.attr_int("keepdims", 1);
+  const int zero = e.node("Equal", {norm, e.scalar("zero", t, 0)}, "norm_is_zero");
+  const int safe = e.node("Where", {zero, e.scalar("one", t, 1), norm}, "safe_norm");
+  e.node("Div", {n.inputs[0], safe}, "y", n.outputs[0]);
+  replace_node(g, ni, std::move(e.nodes));
+  return true;
+}
+
 }  // namespace
 
 std::vector<VariantInfo> norm_variant_info() { return family_info(norm_family()); }
@@ -446,6 +553,10 @@ void add_norm_ops(std::vector<OpDef>& t) {
   // Standard since opset 17; accepted at any opset (as ONNX Runtime does) because the
   // fuse_layernorm pass makes it from the decomposed form that older exports contain.
   t.push_back(OpDef("LayerNormalization", 1, ln_infer).build(ln_build).flops(two_per_output).shared_storage().any_storage());
+  t.push_back(OpDef("RMSNormalization", 23, ln_infer).build(ln_build).flops(two_per_output).shared_storage().any_storage());
+  // ONNX functions, run as the ops of their bodies.
+  for (int v : {18, 21}) t.push_back(OpDef("GroupNormalization", v, group_norm_infer).expands(group_norm_expand));
+  t.push_back(OpDef("LpNormalization", 1, lp_norm_infer).expands(lp_norm_expand));
   for (int v : {9, 13})
     t.push_back(OpDef("MeanVarianceNormalization", v, mvn_infer).build(mvn_build).inplace().flops(one_per_output).shared_storage().any_storage());
   for (int v : {1, 13}) t.push_back(OpDef("LRN", v, lrn_infer).build(lrn_build).flops(one_per_output).shared_storage().any_storage());

@@ -40,16 +40,29 @@ const std::map<std::string, Reference>& references() {
       {"Shrink", {9, {{"lambd", 1.25f}, {"bias", 0.75f}}, [](double x) { return x < -1.25 ? x + 0.75f : x > 1.25 ? x - 0.75f : 0.0; }}},
       // Clip's bounds are inputs from opset 11.
       {"Clip", {13, {}, [](double x) { return std::clamp(x, -0.5, 2.5); }}},
-      // Fused patterns only (x * Sigmoid(x), the Erf form of GELU): see FusedPatterns below.
+      {"Mish", {18, {}, [](double x) { return x * std::tanh(std::log(1 + std::exp(x))); }}},
+      {"Swish", {24, {{"alpha", 0.7f}}, [](double x) { return x / (1 + std::exp(-0.7f * x)); }}},
+      // A fused pattern only (x * Sigmoid(x)): see FusedPatterns below.
       {"Silu", {13, {}, [](double x) { return x / (1 + std::exp(-x)); }}},
-      {"Gelu", {13, {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }}},
+      // Gelu-20, also fused from its Erf form (FusedPatterns); GeluTanh is Gelu with approximate "tanh".
+      {"Gelu", {20, {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }}},
+      {"GeluTanh", {20, {}, [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       }}},
   };
   return r;
 }
 
-// Adds the activation node `op` reading `in` and writing `out`.
-void add_activation(ModelBuilder& m, const std::string& op, const Reference& ref, const std::string& in,
+// The ONNX op type that applies a row ("" for fused patterns only).
+std::string op_of(const oi::ActivationDef* a) {
+  if (a->onnx_op) return a->onnx_op;
+  return std::string(a->name) == "GeluTanh" ? "Gelu" : "";
+}
+
+// Adds the activation node of row `row` reading `in` and writing `out`.
+void add_activation(ModelBuilder& m, const std::string& row, const Reference& ref, const std::string& in,
                     const std::string& out) {
+  const std::string op = row == "GeluTanh" ? "Gelu" : row == "Clip" ? "Clip" : op_of(oi::activation_named(row));
   if (op == "Clip") {
     Tensor lo(DType::Float32, {}), hi(DType::Float32, {});
     lo.data<float>()[0] = -0.5f;
@@ -60,6 +73,7 @@ void add_activation(ModelBuilder& m, const std::string& op, const Reference& ref
   }
   auto& n = m.node(op, {in}, {out});
   for (auto& [a, v] : ref.attrs) attr_f(n, a, v);
+  if (row == "GeluTanh") attr_s(n, "approximate", "tanh");
 }
 
 struct Outcome {
@@ -89,11 +103,11 @@ TEST(Activations, ElementwiseMatchesReference) {
   for (float x : {-90.f, -50.f, -20.f, 20.f, 50.f, 90.f, 0.0f, -0.0f}) xs.push_back(x);
   const int64_t n = static_cast<int64_t>(xs.size());
   for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
-    if (!a->onnx_op || !references().count(a->name)) continue;
+    if (op_of(a).empty() || !references().count(a->name)) continue;
     const Reference& ref = references().at(a->name);
     ModelBuilder m(ref.opset);
     m.input("x", DType::Float32, {n}).output("y");
-    add_activation(m, a->onnx_op, ref, "x", "y");
+    add_activation(m, a->name, ref, "x", "y");
     Tensor x = make_tensor(DType::Float32, {n}, xs.data());
     Tensor want = reference::unary(x, ref.f);
     for (int level : {0, 1}) {
@@ -118,16 +132,16 @@ TEST(Activations, FoldedMatchesReference) {
   Tensor x = make_tensor(DType::Float32, {n}, xs.data());
   for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
     // Clip's row in ops/elementwise.cpp (run-time bounds, integers) has no host evaluation.
-    if (!a->onnx_op || !references().count(a->name) || std::string(a->name) == "Clip") continue;
+    if (op_of(a).empty() || !references().count(a->name) || std::string(a->name) == "Clip") continue;
     const Reference& ref = references().at(a->name);
     ModelBuilder m(ref.opset);
     m.input("z", DType::Float32, {n}).output("y").initializer("x", x);
-    add_activation(m, a->onnx_op, ref, "x", "c");
+    add_activation(m, a->name, ref, "x", "c");
     m.node("Add", {"c", "z"}, {"y"});
     Tensor zero(DType::Float32, {n});
     Outcome r = run(m, {{"z", zero}}, 1);
     const std::string nodes = r.graph_json.substr(0, r.graph_json.find("\"stats\""));
-    EXPECT_EQ(nodes.find("\"" + std::string(a->onnx_op) + "\""), std::string::npos) << a->name << " was not folded: " << nodes;
+    EXPECT_EQ(nodes.find("\"" + op_of(a) + "\""), std::string::npos) << a->name << " was not folded: " << nodes;
     EXPECT_NE(nodes.find("\"Add\""), std::string::npos) << nodes;
     Tensor want = reference::unary(x, ref.f);
     const Tensor& got = r.out.at("y");
@@ -170,19 +184,19 @@ TEST(Activations, ShrinkOnIntegers) {
 TEST(Activations, FusedIntoConvMatchesReference) {
   std::mt19937 rng(5);
   for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
-    if (!a->onnx_op || !references().count(a->name)) continue;
+    if (op_of(a).empty() || !references().count(a->name)) continue;
     const Reference& ref = references().at(a->name);
     ModelBuilder m(ref.opset);
     m.input("x", DType::Float32, {1, 3, 9, 7}).output("y");
     Tensor w = random_tensor({8, 3, 3, 3}, rng), b = random_tensor({8}, rng);
     m.initializer("w", w).initializer("b", b);
     attr_ints(m.node("Conv", {"x", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
-    add_activation(m, a->onnx_op, ref, "c", "y");
+    add_activation(m, a->name, ref, "c", "y");
     Tensor x = random_tensor({1, 3, 9, 7}, rng, -2, 2);
     Tensor want = reference::unary(reference::conv2d(x, w, &b, 1, 1), ref.f);
     Outcome r = run(m, {{"x", x}}, 1);
     EXPECT_LE(testing_util::rel_error(r.out.at("y"), want), 1e-5) << a->name;
-    EXPECT_NE(r.graph_json.find("\"ops\": [\"Conv\", \"" + std::string(a->onnx_op) + "\"]"), std::string::npos)
+    EXPECT_NE(r.graph_json.find("\"ops\": [\"Conv\", \"" + op_of(a) + "\"]"), std::string::npos)
         << a->name << " did not fuse: " << r.graph_json;
   }
 }

@@ -483,7 +483,9 @@ int list_ops(const Args& a) {
                "- **Opsets**: the opset versions whose form of the operator is implemented, as ranges up to\n"
                "  the newest opset the loader accepts for the domain (ai.onnx: "
             << std::max_element(ops.begin(), ops.end(), [](const auto& x, const auto& y) { return x.max_opset < y.max_opset; })->max_opset
-            << "); a model importing a newer default opset is refused with a clear error.\n"
+            << "); a model importing a newer default opset is refused with a clear error, and so is\n"
+               "  an operator at an opset where its schema changed in more than element types and the\n"
+               "  registry has no row for that version (ops/registry.cpp, kNewerSchemas).\n"
                "- **fp16**: with `--precision fp16` the operator's float tensors may be stored as float16\n"
                "  (arithmetic stays float32); \"fp32\" means its tensors keep float32 storage in that mode.\n"
                "- Every operator runs in fp32; int8 comes from quantized models (QuantizeLinear,\n"

@@ -48,11 +48,21 @@ const ActivationDef kRows[] = {
     // ONNX Runtime does (static_cast<T>(x + bias) with a float bias).
     {"Shrink", "Shrink", 9, "SHRINK", {"lambd", 0.5f}, {"bias", 0.0f}, true, false,
      [](double x, double l, double b) { return x < -l ? x + b : x > l ? x - b : 0.0; }},
-    // Fused patterns only: x * Sigmoid(x) and the Erf form of GELU.
+    {"Mish", "Mish", 18, "MISH", {}, {}, false, false, [](double x, double, double) {
+       return x * std::tanh(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+     }},
+    {"Swish", "Swish", 24, "SWISH", {"alpha", 1.0f}, {}, false, false,
+     [](double x, double a, double) { return x * sigmoid(a * x); }},
+    // x * Sigmoid(x): a fused pattern only (Swish with alpha 1).
     {"Silu", nullptr, 0, "SILU", {}, {}, false, false, [](double x, double, double) { return x * sigmoid(x); },
      "silu_fast"},
-    {"Gelu", nullptr, 0, "GELU", {}, {}, false, false,
+    // Gelu-20 (approximate "none"), also the fused Erf form; with approximate "tanh" the node is
+    // GeluTanh (activation_of_node).
+    {"Gelu", "Gelu", 20, "GELU", {}, {}, false, false,
      [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, "gelu_fast"},
+    {"GeluTanh", nullptr, 0, "GELU_TANH", {}, {}, false, false, [](double x, double, double) {
+       return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+     }},
     {nullptr, nullptr, 0, nullptr, {}, {}, false, false, nullptr},
 };
 
@@ -84,6 +94,11 @@ bool activation_of_node(const Graph& g, const Node& n, Epilogue* e) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return false;
   const ActivationDef* a = activation_for_op(n.op_type);
   if (!a || g.opset(n.domain) < a->since_version) return false;
+  if (n.op_type == "Gelu") {
+    const std::string approx = n.attr_string("approximate", "none");
+    if (approx == "tanh") a = activation_named("GeluTanh");
+    else if (approx != "none") return false;
+  }
   double alpha = a->alpha.attr ? n.attr_float(a->alpha.attr, a->alpha.def) : a->alpha.def;
   double beta = a->beta.attr ? n.attr_float(a->beta.attr, a->beta.def) : a->beta.def;
   if (n.op_type == "Clip" && g.opset(n.domain) >= 11) {

@@ -796,7 +796,7 @@ std::vector<OperatorInfo> operator_catalog() {
     o.max_opset = row.max_opset;
     const oi::OpTraits& t = row.traits;
     o.fp16_storage = t.any_float_storage || t.shared_float_storage;
-    if (t.expand) o.notes.push_back("expanded at plan time (control flow: the branch taken, loops unrolled)");
+    if (t.expand) o.notes.push_back("expanded at plan time into other operators (control flow: the branch taken, loops unrolled)");
     if (t.data_dependent) o.notes.push_back("output shape depends on values: evaluated on the host between plan segments");
     if (t.view) o.notes.push_back("no kernel: a view of its input");
     if (!row.has_kernel && !t.view && !t.expand && !t.data_dependent)
