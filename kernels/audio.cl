@@ -7,7 +7,8 @@
 // [transforms, bins, inner, 2].
 //
 // Build options: -DSX/-DSY/-DSW=F16 storage of the signal, output and window (kernels/storage.cl);
-// -DINVERSE e^{+i...} and 1/L; -DWINDOW multiply sample n by window[n] (STFT).
+// -DINVERSE e^{+i...} and 1/L; -DIRFFT (with INVERSE) a one-sided spectrum in, the real signal out
+// (one float per sample); -DWINDOW multiply sample n by window[n] (STFT).
 #include "storage.cl"
 #ifndef SX
 #define SX F32
@@ -36,7 +37,12 @@ __kernel void dft_direct(__global const STORE_TYPE(SX)* x, __global STORE_TYPE(S
     xi *= w;
 #endif
     const float c = tw[2 * m], s = tw[2 * m + 1];
-#ifdef INVERSE
+#ifdef IRFFT
+    // Re(X[n] e^{2 pi i nk / L}), each bin but the first (and the middle one of an even length)
+    // standing for its conjugate mirror too; their imaginary parts do not count (numpy's irfft).
+    const bool self_mirror = n == 0 || 2 * n == length;
+    re += (self_mirror ? 1.0f : 2.0f) * (xr * c - (self_mirror ? 0.0f : xi * s));
+#elif defined(INVERSE)
     re = fma(xr, c, fma(-xi, s, re));
     im = fma(xr, s, fma(xi, c, im));
 #else
@@ -50,7 +56,11 @@ __kernel void dft_direct(__global const STORE_TYPE(SX)* x, __global STORE_TYPE(S
   re /= (float)length;
   im /= (float)length;
 #endif
+#ifdef IRFFT
+  ST(SY, y, (o * bins + k) * inner + i, re);
+#else
   const long at = ((o * bins + k) * inner + i) * 2;
   ST(SY, y, at, re);
   ST(SY, y, at + 1, im);
+#endif
 }

@@ -2,12 +2,12 @@
 """Unpacks the ONNX project's node conformance tests of a newer ONNX release than Debian's.
 
 Debian's libonnx-testdata (ONNX 1.12) stops at opset 17; the runtime loads models up to opset 25.
-ONNX 1.18's wheel on PyPI carries the node tests of opsets 19-23 (Gelu, RMSNormalization,
+ONNX 1.21's wheel on PyPI carries the node tests of opsets 19-26 (Gelu, RMSNormalization,
 Attention, Pad's wrap mode, Resize's half_pixel_symmetric, ...). This downloads that wheel
 (pip download, no install) and unpacks its onnx/backend/test/data/node into OUT/node, for
 `onnx-conformance --root OUT --min-opset 19` (the ctest onnx_conformance_new_opsets).
 
-    python3 models/fetch_onnx_testdata.py --out build/models/onnx-1.18-testdata
+    python3 models/fetch_onnx_testdata.py --out build/models/onnx-1.21-testdata
 """
 import argparse
 import os
@@ -17,7 +17,7 @@ import sys
 import tempfile
 import zipfile
 
-VERSION = "1.18.0"
+VERSION = "1.21.0"
 PREFIX = "onnx/backend/test/data/node/"
 
 

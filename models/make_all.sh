@@ -46,8 +46,8 @@ if [[ ${#extra[@]} -gt 0 ]]; then
 fi
 "$python" "$repo_root/models/export_quantized.py" --models-dir "$out_dir" --out "$out_dir/int8" \
     --deps "${OCL_INFER_QUANTDEPS:-$(dirname "$venv_dir")/quantdeps}" "${force[@]}"
-# The node conformance tests of ONNX 1.18 (opsets 19-23), for the ctest onnx_conformance_new_opsets.
-"$python" "$repo_root/models/fetch_onnx_testdata.py" --out "$out_dir/onnx-1.18-testdata"
+# The node conformance tests of ONNX 1.21 (opsets 19-26), for the ctest onnx_conformance_new_opsets.
+"$python" "$repo_root/models/fetch_onnx_testdata.py" --out "$out_dir/onnx-1.21-testdata"
 # The class names beside the int8 models too (the CLI reads imagenet_labels.txt beside a model).
 if [[ -f "$out_dir/imagenet_labels.txt" && -d "$out_dir/int8" ]]; then
     cp "$out_dir/imagenet_labels.txt" "$out_dir/int8/"

@@ -168,17 +168,20 @@ DftSpec dft_spec(const OpContext& ctx) {
   for (int64_t k = axis + 1; k < rank - 1; ++k) s.inner *= x[k];
   s.n_in = x[axis];
   s.length = s.n_in;
+  s.inverse = ctx.node().attr_int("inverse", 0) != 0;
+  s.onesided = ctx.node().attr_int("onesided", 0) != 0;
+  // inverse + onesided: the inverse of a real signal's one-sided spectrum (numpy's irfft), a
+  // real output of dft_length samples (default 2 (bins - 1)).
+  const bool irfft = s.inverse && s.onesided;
+  if (irfft) s.length = 2 * (s.n_in - 1);
   if (ctx.has_input(1)) {
     if (!ctx.is_const(1)) ctx.unsupported("dft_length is computed on the device; this plan cannot read it back");
     s.length = scalar_int(ctx, 1, "dft_length");
   }
   if (s.length <= 0) ctx.fail("the DFT length must be positive, not " + std::to_string(s.length));
   if (s.length > int64_t{1} << 26) ctx.fail("the DFT length " + std::to_string(s.length) + " is too large");
-  s.inverse = ctx.node().attr_int("inverse", 0) != 0;
-  s.onesided = ctx.node().attr_int("onesided", 0) != 0;
-  if (s.onesided && s.complex == 2) ctx.fail("onesided output needs a real input (the last dim 1)");
-  if (s.onesided && s.inverse) ctx.unsupported("an inverse onesided DFT");
-  s.bins = s.onesided ? s.length / 2 + 1 : s.length;
+  if (s.onesided && !s.inverse && s.complex == 2) ctx.fail("onesided output needs a real input (the last dim 1)");
+  s.bins = irfft ? s.length : s.onesided ? s.length / 2 + 1 : s.length;
   return s;
 }
 
@@ -186,7 +189,7 @@ void dft_infer(OpContext& ctx) {
   const DftSpec s = dft_spec(ctx);
   Shape out = ctx.in_shape(0);
   out[s.axis] = s.bins;
-  out.back() = 2;
+  out.back() = s.inverse && s.onesided ? 1 : 2;
   ctx.set_out(0, ctx.in_type(0), out);
 }
 
@@ -207,6 +210,7 @@ struct DftLaunch {
   int64_t transforms = 0, frames = 1, batch_stride = 0, frame_stride = 0, n_stride = 0, inner = 1, complex = 1;
   int64_t samples = 0, length = 0, bins = 0;
   bool inverse = false;
+  bool irfft = false;  // one-sided spectrum in, real signal out (dft_direct only)
   cl_mem window = nullptr;
   DType window_storage = DType::Float32;
 };
@@ -262,13 +266,13 @@ bool dft_as_gemm(BuildContext& ctx, const DftLaunch& d, const Tensor* window) {
 
 void launch_dft(BuildContext& ctx, const DftLaunch& d, const Tensor* window = nullptr) {
   if (d.transforms == 0 || d.bins == 0 || d.inner == 0) return;
-  if (dft_as_gemm(ctx, d, window)) return;
+  if (!d.irfft && dft_as_gemm(ctx, d, window)) return;
   for (int64_t v : {d.transforms * d.bins * d.inner * 2, d.length * d.length})
     if (v > (int64_t{1} << 62)) ctx.unsupported("a transform this large");
   const std::string opts = BuildContext::storage_option("SX", ctx.input(0).dtype) +
                            BuildContext::storage_option("SY", ctx.output(0).dtype) +
                            BuildContext::storage_option("SW", d.window_storage) + (d.inverse ? " -DINVERSE" : "") +
-                           (d.window ? " -DWINDOW" : "");
+                           (d.irfft ? " -DIRFFT" : "") + (d.window ? " -DWINDOW" : "");
   const cl_mem tw = ctx.constant_floats(twiddles(d.length));
   ctx.launch("audio", "dft_direct", opts,
              {static_cast<size_t>(d.bins), static_cast<size_t>(d.inner), static_cast<size_t>(d.transforms)}, {},
@@ -288,6 +292,8 @@ void dft_build(BuildContext& ctx) {
   d.length = s.length;
   d.bins = s.bins;
   d.inverse = s.inverse;
+  d.irfft = s.inverse && s.onesided;
+  if (d.irfft) d.samples = std::min(s.n_in, s.length / 2 + 1);  // the bins a length-L real signal has
   launch_dft(ctx, d);
 }
 

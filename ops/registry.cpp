@@ -32,6 +32,7 @@ void add_audio_ops(std::vector<OpDef>& t);
 void add_linalg_ops(std::vector<OpDef>& t);
 void add_random_ops(std::vector<OpDef>& t);
 void add_attention_ops(std::vector<OpDef>& t);
+void add_llm_ops(std::vector<OpDef>& t);
 
 namespace {
 
@@ -61,6 +62,7 @@ const std::vector<OpDef>& table() {
     add_linalg_ops(t);
     add_random_ops(t);
     add_attention_ops(t);
+    add_llm_ops(t);
     return t;
   }();
   return rows;
