@@ -7,6 +7,7 @@
 //        | cond[m, n] ? fill : s[n]             (-DMASK_FILL_TRUE)
 //        | cond[m, n] ? s[n] : fill             (-DMASK_FILL_FALSE)
 //   (-DMASK_FIRST: the mask before the scale)
+//   a row whose every score is -inf: zeros (-DZERO_MASKED_ROWS, Attention-23), else NaN
 //   p[n] = exp(s[n] - max s) / sum exp(...)
 //   y[m, dv] = sum_n p[n] * v[n, dv]
 //
@@ -120,6 +121,13 @@ void softmax_row(__global float* s, __global const MASK_T* mr, long N, long m_sn
     s[n] = x;
     mx = fmax(mx, x);
   }
+#ifdef ZERO_MASKED_ROWS
+  // Every key masked (Attention-23): a row of zeros, not the NaNs of exp(-inf - -inf).
+  if (mx == -INFINITY) {
+    for (n = 0; n < N; ++n) s[n] = 0.0f;
+    return;
+  }
+#endif
   vecf sumv = (vecf)0.0f;
   for (n = 0; n < nv; n += VW) {
     const vecf e = exp(AT(vload, VW)(0, s + n) - mx);

@@ -5,7 +5,8 @@
 // Inputs: Q [..., M, D], Kt [..., D, N], V [..., N, DV], and the mask (float, added) or condition
 // (bool) broadcastable to [..., M, N]; at most two batch dims, broadcast as MatMul does.
 // Attributes: scale (float, 1: none), scale_div (1: S / scale), mask ("add", "fill_true",
-// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale); q_view,
+// "fill_false" or absent), fill (float), mask_first (1: the mask before the scale),
+// zero_masked_rows (1: a row whose every score is -inf gives zeros, not NaN); q_view,
 // kt_view, v_view: the operand is a strided view of the input ([offset, rank, dims..., strides...]
 // in elements: the Split, Reshape and Transpose that cut a fused QKV projection into heads; V's
 // rows contiguous); y_perm: the output is Transpose(Y, perm) with the last axis kept last. So the
@@ -183,6 +184,7 @@ void attention_build(BuildContext& ctx) {
   else if (mask == "fill_true") opts += " -DMASK_FILL_TRUE";
   else if (mask == "fill_false") opts += " -DMASK_FILL_FALSE";
   if (!mask.empty() && n.attr_int("mask_first", 0)) opts += " -DMASK_FIRST";
+  if (n.attr_int("zero_masked_rows", 0)) opts += " -DZERO_MASKED_ROWS";
   // CPU devices: four query rows a work-item share each key and value vector (a GPT-style
   // decoder's [4, 64, 64] attention 33 -> 28 us, minima on PoCL, 2-core EPYC); elsewhere a row each.
   const int64_t rb = ctx.caps().cpu_shaped() ? 4 : 1, blocks = (M + rb - 1) / rb;

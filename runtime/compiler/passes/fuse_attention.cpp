@@ -1,6 +1,7 @@
 // Scaled dot-product attention as exporters write it out (BERT, GPT-style decoders, ViT):
 //   S = MatMul(Q, Kt); [S = S * c or S / c]; [S = S + mask, or Where(cond, fill, S) or
 //   Where(cond, S, fill)] (either order with the scale); P = Softmax(S, last axis);
+//   [P = Where(IsNaN(P), 0, P): Attention-23's zero rows where the mask hides every key];
 //   Y = MatMul(P, V)
 // becomes one ai.ocl_infer.FusedAttention node (ops/attention_ops.cpp): one kernel instead of
 // five to seven (with the GEMMs' packing launches), and the scores never leave the row that
@@ -54,7 +55,34 @@ struct Chain {
   float scale = 1.0f, fill = 0.0f;
   std::string mask;  // "", "add", "fill_true", "fill_false"
   int mask_value = -1;
+  // Attention-23's guard after the softmax (ops/llm_ops.cpp): Where(IsNaN(P), 0, P), a row
+  // masked entirely gives zeros. The kernel then zeroes rows whose maximum is -inf.
+  int guard_isnan = -1, guard_where = -1;
 };
+
+// The guard Where(IsNaN(p), 0, p) on the softmax output p (read by those two nodes alone): fills
+// c's guard nodes and returns the Where's output, else p.
+int masked_row_guard(const Graph& g, int p, Chain* c) {
+  if (g.is_output(p)) return p;
+  const auto uses = g.uses(p);
+  if (uses.size() != 2) return p;
+  int isnan = -1, where = -1;
+  for (const auto& u : uses) {
+    const Node& n = g.nodes[u.node];
+    if (plain_node(n, "IsNaN") && n.inputs.size() == 1) isnan = u.node;
+    else if (plain_node(n, "Where") && n.inputs.size() == 3 && u.slot == 2) where = u.node;
+  }
+  if (isnan < 0 || where < 0 || g.nodes[isnan].outputs.size() != 1) return p;
+  const Node& w = g.nodes[where];
+  float zero = 1.0f;
+  if (w.inputs[0] != g.nodes[isnan].outputs[0] || g.sole_reader(w.inputs[0]) != where ||
+      !scalar_const(g, w.inputs[1], &zero) || zero != 0.0f || w.outputs.size() != 1 ||
+      g.values[w.outputs[0]].shape != g.values[p].shape)
+    return p;
+  c->guard_isnan = isnan;
+  c->guard_where = where;
+  return w.outputs[0];
+}
 
 // Walks back from `cur` (read by node `reader` alone) to the first MatMul through at most one
 // scale and one mask, recording them in `c` (stages in forward order). Where an Add's two inputs
@@ -138,11 +166,12 @@ bool match(const Graph& g, int si, Chain* c) {
   if (axis != rank - 1) return false;  // before opset 13 axis = rank - 1 is the same last-axis softmax
   for (int64_t d : s)
     if (d <= 0) return false;
-  // P feeds the second MatMul as its left operand, and nothing else.
-  c->mm2 = g.sole_reader(p);
+  // P (or its masked-row guard) feeds the second MatMul as its left operand, and nothing else.
+  const int pg = masked_row_guard(g, p, c);
+  c->mm2 = g.sole_reader(pg);
   if (c->mm2 < 0 || !plain_node(g.nodes[c->mm2], "MatMul")) return false;
   const Node& mm2 = g.nodes[c->mm2];
-  if (mm2.inputs.size() != 2 || mm2.inputs[0] != p || mm2.outputs.size() != 1) return false;
+  if (mm2.inputs.size() != 2 || mm2.inputs[0] != pg || mm2.outputs.size() != 1) return false;
   const int vv = mm2.inputs[1], y = mm2.outputs[0];
   if (!is_f32(g, vv) || !is_f32(g, y)) return false;
   const Shape &vs = g.values[vv].shape, &ys = g.values[y].shape;
@@ -351,6 +380,11 @@ int pass_fuse_attention(Graph& g, std::string* detail) {
     chain.push_back(c.mm1);
     chain.insert(chain.end(), c.stages.begin(), c.stages.end());
     chain.push_back(c.softmax);
+    if (c.guard_where >= 0) {
+      f.attrs["zero_masked_rows"] = attr_int(1);
+      chain.push_back(c.guard_isnan);
+      chain.push_back(c.guard_where);
+    }
     chain.push_back(c.mm2);
     int place = c.mm2;
     const int yt = g.sole_reader(mm2.outputs[0]);
