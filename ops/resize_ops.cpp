@@ -67,9 +67,31 @@ ResizeSpec resize_spec(OpContext& ctx) {
     if (s.nearest != "round_prefer_floor" && s.nearest != "round_prefer_ceil" &&
         s.nearest != "floor" && s.nearest != "ceil")
       ctx.fail("unknown nearest_mode '" + s.nearest + "'");
-    if (n.has("antialias") || n.has("axes") || n.has("keep_aspect_ratio_policy"))
-      ctx.unsupported("antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
+    if (n.attr_int("antialias", 0) != 0) ctx.unsupported("antialias (opset 18) is not supported");
   }
+  // Resize-18's axes: scales, sizes and roi name only these dims (the others keep their size).
+  std::vector<int64_t> axes;
+  if (!v10 && ctx.opset() >= 18 && n.has("axes")) {
+    axes = n.attr_ints("axes", {});
+    for (int64_t& a : axes) {
+      if (a < -static_cast<int64_t>(r) || a >= static_cast<int64_t>(r))
+        ctx.fail("axes " + shape_to_string(axes) + " out of range for rank " + std::to_string(r));
+      if (a < 0) a += static_cast<int64_t>(r);
+    }
+    for (size_t i = 0; i < axes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (axes[i] == axes[j]) ctx.fail("axes " + shape_to_string(axes) + " repeat an axis");
+  } else {
+    for (size_t d = 0; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  const std::string policy = !v10 && ctx.opset() >= 18 ? n.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    ctx.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, not '" + policy + "'");
+  // A per-axes list spread over every dim (`fill` for the dims axes leave out).
+  auto spread = [&](const std::vector<double>& v, std::vector<double> fill) {
+    for (size_t i = 0; i < axes.size() && i < v.size(); ++i) fill[axes[i]] = v[i];
+    return fill;
+  };
 
   // Scales from the attribute (Upsample-7), input 1 (Upsample-9, Resize-10) or input 2;
   // sizes from input 3.
@@ -81,27 +103,58 @@ ResizeSpec resize_spec(OpContext& ctx) {
     scales = float_values(ctx, 1);
   } else {
     if (ctx.has_input(2)) scales = float_values(ctx, 2);
+    if (!scales.empty()) {
+      if (scales.size() != axes.size())
+        ctx.fail("scales must have one entry per " + std::string(n.has("axes") ? "axis of axes" : "input dim") + " (" +
+                 std::to_string(axes.size()) + "), got " + std::to_string(scales.size()));
+      scales = spread(scales, std::vector<double>(r, 1.0));
+    }
     if (ctx.has_input(3)) {
       auto sizes = ctx.in_ints(3);
       if (!sizes.empty()) {
         if (!scales.empty()) ctx.fail("only one of scales and sizes may be given");
-        if (sizes.size() != r)
-          ctx.fail("sizes " + shape_to_string(sizes) + " must have one entry per input dim " +
-                   shape_to_string(in));
+        if (sizes.size() != axes.size())
+          ctx.fail("sizes " + shape_to_string(sizes) + " must have one entry per " +
+                   (n.has("axes") ? "axis of axes " + shape_to_string(axes) : "input dim " + shape_to_string(in)));
+        for (int64_t z : sizes)
+          if (z < 0) ctx.fail("sizes " + shape_to_string(sizes) + " has a negative dim");
+        std::vector<double> want(r);
+        for (size_t d = 0; d < r; ++d) want[d] = static_cast<double>(in[d]);
+        for (size_t i = 0; i < axes.size(); ++i) want[axes[i]] = static_cast<double>(sizes[i]);
         have_sizes = true;
-        for (size_t d = 0; d < r; ++d) {
-          if (sizes[d] < 0) ctx.fail("sizes " + shape_to_string(sizes) + " has a negative dim");
-          s.out.push_back(sizes[d]);
-          scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(sizes[d]) / in[d]);
+        if (policy == "stretch") {
+          for (size_t d = 0; d < r; ++d) {
+            s.out.push_back(static_cast<int64_t>(want[d]));
+            scales.push_back(in[d] == 0 ? 1.0 : want[d] / static_cast<double>(in[d]));
+          }
+        } else {
+          // One scale for the axes, the smallest (not_larger) or largest (not_smaller) of
+          // sizes / in; sizes then round(scale * in), half up.
+          double scale = policy == "not_larger" ? INFINITY : 0.0;
+          for (int64_t a : axes) {
+            const double f = in[a] == 0 ? 1.0 : want[a] / static_cast<double>(in[a]);
+            scale = policy == "not_larger" ? std::min(scale, f) : std::max(scale, f);
+          }
+          scales.assign(r, 1.0);
+          for (size_t d = 0; d < r; ++d) s.out.push_back(in[d]);
+          for (int64_t a : axes) {
+            scales[a] = scale;
+            s.out[a] = static_cast<int64_t>(scale * static_cast<double>(in[a]) + 0.5);
+          }
         }
       }
     }
     if (s.coord == "tf_crop_and_resize") {
       s.roi = ctx.has_input(1) ? float_values(ctx, 1) : std::vector<double>{};
-      if (s.roi.size() != 2 * r)
-        ctx.fail("roi must have 2 * rank (" + std::to_string(2 * r) +
-                 ") entries for "
-                 "tf_crop_and_resize");
+      if (s.roi.size() != 2 * axes.size())
+        ctx.fail("roi must have 2 x " + std::string(n.has("axes") ? "the axes' count" : "rank") + " (" +
+                 std::to_string(2 * axes.size()) + ") entries for tf_crop_and_resize");
+      const std::vector<double> starts(s.roi.begin(), s.roi.begin() + axes.size()),
+          ends(s.roi.begin() + axes.size(), s.roi.end());
+      const std::vector<double> full_starts = spread(starts, std::vector<double>(r, 0.0)),
+                                full_ends = spread(ends, std::vector<double>(r, 1.0));
+      s.roi = full_starts;
+      s.roi.insert(s.roi.end(), full_ends.begin(), full_ends.end());
     }
   }
   if (scales.size() != r)
@@ -336,8 +389,9 @@ void add_resize_ops(std::vector<OpDef>& t) {
   t.push_back(OpDef("Upsample", 7, resize_infer).build(resize_build).flops(resize_flops).shared_storage().any_storage());
   t.push_back(OpDef("Upsample", 9, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
   t.push_back(OpDef("Resize", 10, resize_infer).build(resize_build).value_inputs({1}).flops(resize_flops).shared_storage().any_storage());
-  // Resize-19: the half_pixel_symmetric coordinate transformation (taps_for).
-  for (int v : {11, 19})
+  // Resize-18: axes and keep_aspect_ratio_policy (resize_spec); Resize-19: the
+  // half_pixel_symmetric coordinate transformation (taps_for).
+  for (int v : {11, 18, 19})
     t.push_back(OpDef("Resize", v, resize_infer).build(resize_build).value_inputs({1, 2, 3}).flops(resize_flops).shared_storage().any_storage());
 }
 
