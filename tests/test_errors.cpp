@@ -83,6 +83,48 @@ TEST(Errors, AllUnsupportedOpsAreListed) {
   EXPECT_NE(msg.find("FancyOpB (opset 17)"), std::string::npos) << msg;
 }
 
+// Opsets up to 25 load; 26 is refused by name. Every schema change after opset 18 of the
+// registry's operators is implemented (ops/registry.cpp kNewerSchemas): each operator runs up to
+// opset 25, and the versions that changed semantics have their own rows.
+TEST(Errors, NewerOpsets) {
+  for (int opset : {19, 22, 25}) {
+    ModelBuilder m(opset);
+    m.input("x", DType::Float32, {3}).output("y");
+    auto& pad = m.node("Pad", {"x", "pads"}, {"y"});
+    attr_s(pad, "mode", "wrap");
+    Tensor pads(DType::Int64, {2});
+    pads.data<int64_t>()[0] = 2;
+    pads.data<int64_t>()[1] = 1;
+    m.initializer("pads", pads);
+    const float xs[] = {1, 2, 3};
+    Tensor y = run_model(m, {{"x", make_tensor(DType::Float32, {3}, xs)}}).at("y");
+    const std::vector<float> want = {2, 3, 1, 2, 3, 1};  // wrap: as if the input were a ring
+    ASSERT_EQ(y.numel(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(y.data<float>()[i], want[i]) << "opset " << opset << " at " << i;
+  }
+  ModelBuilder newer(26);
+  newer.input("x", DType::Float32, {2}).output("y");
+  newer.node("Relu", {"x"}, {"y"});
+  const std::string msg = error_of<ocl_infer::UnsupportedError>([&] { load(newer.bytes()); });
+  EXPECT_NE(msg.find("imports opset 26"), std::string::npos) << msg;
+  for (const auto& op : ocl_infer::operator_catalog()) {
+    if (op.domain == "ai.onnx") {
+      EXPECT_EQ(op.max_opset, 25) << op.op_type << " stops before opset 25";
+    }
+  }
+  // Before opset 19 the wrap mode is not Pad's.
+  ModelBuilder old(18);
+  old.input("x", DType::Float32, {3}).output("y");
+  attr_s(old.node("Pad", {"x", "pads"}, {"y"}), "mode", "wrap");
+  Tensor pads(DType::Int64, {2});
+  old.initializer("pads", pads);
+  const std::string old_msg = error_of<ocl_infer::Error>([&] {
+    const float xs[] = {1, 2, 3};
+    run_model(old, {{"x", make_tensor(DType::Float32, {3}, xs)}});
+  });
+  EXPECT_NE(old_msg.find("needs opset 19"), std::string::npos) << old_msg;
+}
+
 TEST(Errors, DanglingReferenceAndCycle) {
   ModelBuilder m;
   m.input("x", DType::Float32, {2}).output("y");
