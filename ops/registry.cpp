@@ -71,7 +71,8 @@ const std::vector<OpDef>& table() {
 std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
 
 // The ONNX schema versions after opset 18 of the default-domain operators this registry
-// implements, up to kMaxOpset (onnx 1.23's onnx.defs.get_all_schemas_with_history()). `change`
+// implements, up to kMaxOpset (onnx 1.23's onnx.defs.get_all_schemas_with_history()), except the
+// versions a registry row implements itself (Gelu-20, Attention-23/24/25, ...). `change`
 // names what a version changed beyond new element types; nullptr: only new element types
 // (bfloat16, float8, 4-bit, strings, bool), which the operators' dtype checks refuse where they
 // do not run them, and documentation. A version with a change runs only where the operator has a
@@ -112,7 +113,8 @@ constexpr NewerSchema kNewerSchemas[] = {
     {"InstanceNormalization", 22, nullptr}, {"IsInf", 20, nullptr}, {"IsNaN", 20, nullptr},
     {"LSTM", 22, nullptr},
     {"Loop", 19, nullptr}, {"Loop", 21, nullptr}, {"Loop", 23, nullptr}, {"Loop", 24, nullptr}, {"Loop", 25, nullptr},
-    {"LpPool", 22, nullptr}, {"MaxPool", 22, nullptr}, {"MaxUnpool", 22, nullptr},
+    {"LpNormalization", 22, nullptr}, {"LpPool", 22, nullptr}, {"MaxPool", 22, nullptr}, {"MaxUnpool", 22, nullptr},
+    {"Mish", 22, nullptr},
     {"NegativeLogLikelihoodLoss", 22, nullptr},
     {"Pad", 19, "the wrap mode"}, {"Pad", 21, nullptr}, {"Pad", 23, nullptr}, {"Pad", 24, nullptr},
     {"Pad", 25, nullptr},

@@ -7,7 +7,8 @@
 // reason (-v: every test), a per-op summary of what is unsupported and, last,
 // "conformance: N passed, N failed, N skipped". With --expect FILE, exits 1 when a test listed
 // there does not pass. --root DIR takes another copy of the data (e.g. a newer ONNX release's
-// onnx/backend/test/data), --min-opset N only its models of default opset N or newer.
+// onnx/backend/test/data), --min-opset N only its models of default opset N or newer, --opsets
+// A,B,.. only those of the opsets listed.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -403,6 +404,7 @@ int main(int argc, char** argv) {
   bool verbose = false, fresh = false;
   int timeout_s = 60;
   int64_t min_opset = 0;  // --min-opset N: only models importing default opset N or newer
+  std::set<int64_t> opsets;  // --opsets A,B,...: only models importing one of these default opsets
   int shard = 0, shards = 1;  // --shard I/N: every N-th test from the I-th (parallel runs)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -420,6 +422,10 @@ int main(int argc, char** argv) {
     else if (a == "--device") device = value();
     else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (a == "--min-opset") min_opset = std::stoi(value());
+    else if (a == "--opsets") {
+      std::stringstream list(value());
+      for (std::string v; std::getline(list, v, ',');) opsets.insert(std::stoi(v));
+    }
     else if (a == "--shard") {
       const std::string v = value();
       const size_t slash = v.find('/');
@@ -438,7 +444,8 @@ int main(int argc, char** argv) {
     else if (a == "--fresh-process") fresh = true;
     else {
       std::cerr << "usage: onnx-conformance [--root DIR] [--filter SUBSTR] [--expect FILE] "
-                   "[--write-expect FILE] [--device D] [--timeout S] [--shard I/N] [--min-opset N] [--fresh-process] "
+                   "[--write-expect FILE] [--device D] [--timeout S] [--shard I/N] [--min-opset N] [--opsets A,B,..] "
+                   "[--fresh-process] "
                    "[--verbose]\n";
       return 2;
     }
@@ -475,7 +482,10 @@ int main(int argc, char** argv) {
       if (!filter.empty() && name.find(filter) == std::string::npos) continue;
       std::string dir = root + "/" + suite + "/" + t;
       if (!exists(dir + "/model.onnx")) continue;
-      if (min_opset > 0 && model_opset(dir + "/model.onnx") < min_opset) continue;
+      if (min_opset > 0 || !opsets.empty()) {
+        const int64_t v = model_opset(dir + "/model.onnx");
+        if (v < min_opset || (!opsets.empty() && !opsets.count(v))) continue;
+      }
       if (index++ % shards != shard) continue;
       Result r = worker.run(dir);
       if (auto it = data_disagreements().find(t); it != data_disagreements().end() && r.outcome == Outcome::Fail)
