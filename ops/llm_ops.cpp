@@ -1,5 +1,6 @@
-// The transformer operators of opset 23: Attention (23, 24) and RotaryEmbedding (23). Both are ONNX
-// functions and run as the standard operators of their bodies (OpTraits::expand), with the
+// The transformer operators of opsets 23-25: Attention (23-25), RotaryEmbedding (23) and
+// TensorScatter (24, a KV cache update: ScatterElements at the write positions). They run as
+// standard operators (OpTraits::expand; Attention and RotaryEmbedding are ONNX functions), with the
 // semantics of ONNX 1.23's reference (which ONNX Runtime 1.32 follows):
 //
 //   Attention: 3-D Q/K/V [B, S, heads * head_size] split into heads ([B, heads, S, head_size]);
@@ -7,7 +8,9 @@
 //   (K/V heads repeated, each for q_heads / kv_heads consecutive query heads); scores
 //   MatMul(Q, K^T) * scale (default 1/sqrt(head_size)), softcap * tanh(scores / softcap) when
 //   softcap > 0, plus the attention bias (a boolean mask: -inf where false; a float mask added;
-//   is_causal: query i sees key j <= i + past length), Softmax, MatMul with V. A query row that
+//   is_causal: query i sees key j <= i + past length; Attention-24's nonpad_kv_seqlen: keys past
+//   each batch's length masked, the frontier at its end; Attention-25's sliding windows),
+//   Softmax, MatMul with V. A query row that
 //   the bias masks entirely gives zeros (not NaN). qk_matmul_output: mode 0/1 the (softcapped)
 //   scores, 2 with the bias, 3 the softmax.
 //   The optimizer then fuses the MatMul/Mul/Add/Softmax/MatMul chain into one FusedAttention
@@ -108,7 +111,12 @@ AttnDims attention_dims(const OpContext& ctx) {
       ctx.fail("attn_mask " + shape_to_string(m) + " does not broadcast to [batch, q heads, q length, total length] " +
                shape_to_string(full));
   }
-  if (ctx.opset() >= 24 && present(n, 6)) ctx.unsupported("the nonpad_kv_seqlen input (Attention-24)");
+  if (ctx.opset() >= 24 && present(n, 6)) {
+    if (present(n, 4)) ctx.fail("nonpad_kv_seqlen cannot go with past_key and past_value");
+    if (ctx.in_type(6) != DType::Int64 || ctx.in_shape(6) != Shape{d.batch})
+      ctx.fail("nonpad_kv_seqlen must be int64 [batch] = [" + std::to_string(d.batch) + "], not " +
+               std::string(dtype_name(ctx.in_type(6))) + " " + shape_to_string(ctx.in_shape(6)));
+  }
   if (ctx.opset() >= 25)
     for (const char* w : {"left_window_size", "right_window_size"})
       if (n.attr_int(w, -1) < -1) ctx.fail(std::string(w) + " must be -1 or more, not " + std::to_string(n.attr_int(w, -1)));
@@ -214,7 +222,35 @@ bool attention_expand(Graph& g, int ni) {
   const bool causal = n.attr_int("is_causal", 0) != 0;
   const int64_t left = g.opset(n.domain) >= 25 ? n.attr_int("left_window_size", -1) : -1;
   const int64_t right = g.opset(n.domain) >= 25 ? n.attr_int("right_window_size", -1) : -1;
-  if (causal || left >= 0 || right >= 0) {
+  if (g.opset(n.domain) >= 24 && present(n, 6)) {
+    // Attention-24's nonpad_kv_seqlen (a static cache, no past): batch b's keys from
+    // nonpad[b] on are padding, and the causal frontier and window sit at query i's position
+    // i + nonpad[b] - q_len: d = i - j + nonpad[b] - q_len, causal d >= 0, window
+    // -right <= d <= left. Built at run time from the lengths.
+    const int64_t T = d.total();
+    Tensor keys(DType::Int64, {1, 1, 1, T}), diff(DType::Int64, {1, 1, d.q_len, T});
+    for (int64_t j = 0; j < T; ++j) keys.data<int64_t>()[j] = j;
+    for (int64_t i = 0; i < d.q_len; ++i)
+      for (int64_t j = 0; j < T; ++j) diff.data<int64_t>()[i * T + j] = i - j - d.q_len;
+    const int lens = e.node("Reshape", {n.inputs[6], e.ints("lens_shape", {d.batch, 1, 1, 1})}, "lens");
+    int allowed = e.node("Less", {g.add_constant(n.name + "/key_positions", std::move(keys)), lens}, "not_padding");
+    if (causal || left >= 0 || right >= 0) {
+      const int dd = e.node("Add", {g.add_constant(n.name + "/query_key_offsets", std::move(diff)), lens}, "offsets");
+      auto both = [&](int a, int b, const std::string& what) { return e.node("And", {a, b}, what); };
+      if (causal)
+        allowed = both(allowed, e.node("GreaterOrEqual", {dd, e.scalar("zero_i", DType::Int64, 0)}, "causal_ok"), "causal_and");
+      if (left >= 0)
+        allowed = both(allowed, e.node("LessOrEqual", {dd, e.scalar("left", DType::Int64, static_cast<double>(left))}, "left_ok"),
+                       "left_and");
+      if (right >= 0)
+        allowed = both(allowed,
+                       e.node("GreaterOrEqual", {dd, e.scalar("right", DType::Int64, -static_cast<double>(right))}, "right_ok"),
+                       "right_and");
+    }
+    const int lbias = e.node("Where", {allowed, e.scalar("zero_len", t, 0), e.scalar("minus_inf_len", t, -inf)}, "length_bias");
+    bias = bias < 0 ? lbias : e.node("Add", {bias, lbias}, "bias");
+    may_mask_rows = true;
+  } else if (causal || left >= 0 || right >= 0) {
     Tensor c(t, {d.q_len, d.total()});
     for (int64_t i = 0; i < d.q_len; ++i) {
       bool any = false;
@@ -379,10 +415,68 @@ bool rope_expand(Graph& g, int ni) {
   return true;
 }
 
+// ---- TensorScatter (opset 24): a KV cache updated in place ---------------------------------
+// present = past with update[b, ..., s, ...] written at position write_indices[b] + s along axis
+// (circular: modulo the cache length), as ScatterElements with those positions.
+int64_t scatter_axis(const OpContext& ctx) {
+  return ctx.axis(ctx.node().attr_int("axis", -2), static_cast<int64_t>(ctx.in_shape(0).size()));
+}
+
+void tensor_scatter_infer(OpContext& ctx) {
+  const Shape &past = ctx.in_shape(0), &up = ctx.in_shape(1);
+  const std::string mode = ctx.node().attr_string("mode", "linear");
+  if (mode != "linear" && mode != "circular") ctx.fail("mode must be linear or circular, not '" + mode + "'");
+  if (past.size() < 2) ctx.fail("past_cache must have rank >= 2, not " + shape_to_string(past));
+  const int64_t axis = scatter_axis(ctx);
+  if (axis == 0) ctx.fail("axis must not be the batch dim");
+  if (ctx.in_type(1) != ctx.in_type(0)) ctx.fail("update must have past_cache's type");
+  bool ok = up.size() == past.size();
+  for (size_t d = 0; ok && d < past.size(); ++d)
+    ok = static_cast<int64_t>(d) == axis ? up[d] <= past[d] : up[d] == past[d];
+  if (!ok)
+    ctx.fail("update " + shape_to_string(up) + " does not fit past_cache " + shape_to_string(past) + " along axis " +
+             std::to_string(axis));
+  if (ctx.has_input(2) && (ctx.in_type(2) != DType::Int64 || ctx.in_shape(2) != Shape{past[0]}))
+    ctx.fail("write_indices must be int64 [batch] = [" + std::to_string(past[0]) + "]");
+  ctx.set_out(0, ctx.in_type(0), past);
+}
+
+bool tensor_scatter_expand(Graph& g, int ni) {
+  const Node n = g.nodes[ni];
+  if (!shapes_known(g, n)) return false;
+  int64_t axis;
+  {
+    OpContext ctx(static_cast<const Graph&>(g), ni);
+    axis = scatter_axis(ctx);
+  }
+  const Shape past = g.values[n.inputs[0]].shape, up = g.values[n.inputs[1]].shape;
+  const size_t rank = past.size();
+  Expansion e(g, n);
+  // Positions along the axis, [1, .., S, .., 1], plus each batch's write index, [B, 1, .., 1].
+  Tensor pos(DType::Int64, {up[axis]});
+  for (int64_t i = 0; i < up[axis]; ++i) pos.data<int64_t>()[i] = i;
+  std::vector<int64_t> pos_shape(rank, 1), batch_shape(rank, 1);
+  pos_shape[axis] = up[axis];
+  batch_shape[0] = past[0];
+  int idx = e.node("Reshape", {g.add_constant(n.name + "/positions", std::move(pos)), e.ints("pos_shape", pos_shape)},
+                   "positions");
+  if (present(n, 2))
+    idx = e.node("Add", {e.node("Reshape", {n.inputs[2], e.ints("batch_shape", batch_shape)}, "write_at"), idx},
+                 "cache_positions");
+  if (n.attr_string("mode", "linear") == "circular")
+    idx = e.node("Mod", {idx, e.scalar("cache_length", DType::Int64, static_cast<double>(past[axis]))}, "wrapped");
+  const int full = e.node("Expand", {idx, e.ints("update_shape", up)}, "indices");
+  e.node("ScatterElements", {n.inputs[0], full, n.inputs[1]}, "present", n.outputs[0]);
+  e.attr_int("axis", axis);
+  replace_node(g, ni, std::move(e.nodes));
+  return true;
+}
+
 }  // namespace
 
 void add_llm_ops(std::vector<OpDef>& t) {
-  // 24: the nonpad_kv_seqlen input (refused when given); 25: sliding windows.
+  t.push_back(OpDef("TensorScatter", 24, tensor_scatter_infer).expands(tensor_scatter_expand));
+  // 24: the nonpad_kv_seqlen input; 25: sliding windows.
   for (int v : {23, 24, 25}) t.push_back(OpDef("Attention", v, attention_infer).expands(attention_expand));
   t.push_back(OpDef("RotaryEmbedding", 23, rope_infer).expands(rope_expand));
 }
