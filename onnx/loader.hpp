@@ -8,12 +8,6 @@
 
 namespace oi {
 
-// The newest opset of the default ONNX domain a model may import; a model importing a newer one
-// is refused (its operators may mean something else there). Operators whose schema changed after
-// their newest registry row in ways the registry does not implement are refused one by one
-// (ops/registry.cpp, kNewerSchemas).
-constexpr int kMaxOpset = 25;
-
 constexpr uint64_t kNoLimit = ~uint64_t{0};
 
 // Parses a serialized ModelProto. `model_dir` resolves external-data files ("" = none allowed).

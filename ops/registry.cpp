@@ -4,7 +4,6 @@
 #include <map>
 
 #include "ops/core/op_def.hpp"
-#include "onnx/loader.hpp"
 
 namespace oi {
 

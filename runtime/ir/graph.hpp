@@ -11,6 +11,12 @@
 
 namespace oi {
 
+// The newest opset of the default ONNX domain a model may import (onnx/loader.cpp refuses newer
+// ones: their operators may mean something else there). Operators whose schema changed after
+// their newest registry row in ways the registry does not implement are refused one by one
+// (ops/registry.cpp, kNewerSchemas).
+constexpr int kMaxOpset = 25;
+
 using ocl_infer::DType;
 using ocl_infer::Tensor;
 using Shape = std::vector<int64_t>;
