@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ops/copy_view.hpp"
+#include "ops/core/expansion.hpp"
 #include "ops/elementwise.hpp"
 #include "runtime/ir/host_math.hpp"
 
@@ -277,9 +278,82 @@ void max_unpool_build(BuildContext& ctx) {
              total);
 }
 
+// ---- AffineGrid (opset 20) ----------------------------------------------------------------
+// The sampling grid of an affine transform, for GridSample: grid[n, h, w] = theta[n] (x_w, y_h, 1)
+// (3-D: (x_w, y_h, z_d, 1)), x, y, z the output pixels' centres in [-1, 1] (align_corners: the
+// corner pixels' centres at -1 and 1). Runs as MatMul(base points, theta^T) with the base points
+// a constant.
+void affine_grid_infer(OpContext& ctx) {
+  const Shape& th = ctx.in_shape(0);
+  const std::vector<int64_t> size = ctx.in_ints(1);
+  if (size.size() != 4 && size.size() != 5)
+    ctx.fail("size must be (N, C, H, W) or (N, C, D, H, W), not " + shape_to_string(size));
+  const int64_t dims = static_cast<int64_t>(size.size()) - 2;
+  if (th.size() != 3 || th[1] != dims || th[2] != dims + 1)
+    ctx.fail("theta must be [N, " + std::to_string(dims) + ", " + std::to_string(dims + 1) + "] for size " +
+             shape_to_string(size) + ", not " + shape_to_string(th));
+  if (th[0] != size[0]) ctx.fail("theta's batch " + std::to_string(th[0]) + " differs from size's " + std::to_string(size[0]));
+  for (size_t d = 2; d < size.size(); ++d)
+    if (size[d] < 1 || size[d] > (int64_t{1} << 24)) ctx.fail("size " + shape_to_string(size) + " has a bad spatial dim");
+  require_float_input(ctx, 0, "theta");
+  Shape out{size[0]};
+  out.insert(out.end(), size.begin() + 2, size.end());
+  out.push_back(dims);
+  ctx.set_out(0, ctx.in_type(0), out);
+}
+
+bool affine_grid_expand(Graph& g, int ni) {
+  const Node n = g.nodes[ni];
+  const Value& th = g.values[n.inputs[0]];
+  const Value& sv = g.values[n.inputs[1]];
+  if (!th.shape_known || !sv.data) return false;
+  std::vector<int64_t> size(sv.data->numel());
+  for (size_t i = 0; i < size.size(); ++i) size[i] = host_get_i(*sv.data, static_cast<int64_t>(i));
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  const std::vector<int64_t> spatial(size.begin() + 2, size.end());  // (D,) H, W
+  const int64_t dims = static_cast<int64_t>(spatial.size());
+  int64_t points = 1;
+  for (int64_t v : spatial) points *= v;
+  auto coord = [&](int64_t i, int64_t len) {
+    if (align) return len == 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1);
+    return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len);
+  };
+  // Base points [points, dims + 1]: (x, y[, z], 1) with x along the last spatial dim.
+  Tensor base(th.dtype, {points, dims + 1});
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rem = p;
+    std::vector<int64_t> idx(dims);
+    for (int64_t d = dims - 1; d >= 0; --d) {
+      idx[d] = rem % spatial[d];
+      rem /= spatial[d];
+    }
+    for (int64_t c = 0; c < dims; ++c) {
+      const int64_t d = dims - 1 - c;  // x: the last spatial dim
+      host_set_f(base, p * (dims + 1) + c, coord(idx[d], spatial[d]));
+    }
+    host_set_f(base, p * (dims + 1) + dims, 1.0);
+  }
+  Expansion e(g, n);
+  const int tt = e.node("Transpose", {n.inputs[0]}, "theta_t");
+  {
+    Attribute perm;
+    perm.kind = Attribute::Kind::Ints;
+    perm.ints = {0, 2, 1};
+    e.nodes.back().attrs["perm"] = perm;
+  }
+  const int pts = e.node("MatMul", {g.add_constant(n.name + "/base_points", std::move(base)), tt}, "points");
+  std::vector<int64_t> shape{size[0]};
+  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  shape.push_back(dims);
+  e.node("Reshape", {pts, e.ints("grid_shape", shape)}, "grid", n.outputs[0]);
+  replace_node(g, ni, std::move(e.nodes));
+  return true;
+}
+
 }  // namespace
 
 void add_sample_ops(std::vector<OpDef>& t) {
+  t.push_back(OpDef("AffineGrid", 20, affine_grid_infer).value_inputs({1}).expands(affine_grid_expand));
   for (int v : {16, 20})  // 20: the modes linear and cubic (grid_sample_spec)
     t.push_back(OpDef("GridSample", v, grid_sample_infer)
                     .build(grid_sample_build)
