@@ -208,7 +208,7 @@ bool attention_expand(Graph& g, int ni) {
     bias = g.values[m].dtype == DType::Bool
                ? e.node("Where", {m, e.scalar("zero", t, 0), e.scalar("minus_inf", t, -inf)}, "mask_bias")
                : m;
-    const Shape& ms = g.values[m].shape;
+    const Shape ms = g.values[m].shape;  // a copy: adding values moves g.values
     if (ms.back() < d.total()) {
       std::vector<int64_t> pads(2 * ms.size(), 0);
       pads.back() = d.total() - ms.back();

@@ -468,13 +468,14 @@ void group_norm_infer(OpContext& ctx) {
 
 bool group_norm_expand(Graph& g, int ni) {
   const Node n = g.nodes[ni];
-  const Value& xv = g.values[n.inputs[0]];
-  if (!xv.shape_known) return false;
-  const Shape x = xv.shape;
+  if (!g.values[n.inputs[0]].shape_known) return false;
+  // Copies: adding values below moves g.values.
+  const Shape x = g.values[n.inputs[0]].shape;
+  const DType xt = g.values[n.inputs[0]].dtype;
   const int64_t groups = n.attr_int("num_groups", 1), c = x[1];
   Expansion e(g, n);
   const int rows = e.node("Reshape", {n.inputs[0], e.ints("rows_shape", {0, groups, -1})}, "rows");
-  Tensor one(xv.dtype, {1});
+  Tensor one(xt, {1});
   host_set_f(one, 0, 1.0);
   const int normed = e.node("LayerNormalization", {rows, g.add_constant(n.name + "/one", std::move(one))}, "normalized");
   e.attr_int("axis", 2);
@@ -508,12 +509,11 @@ void lp_norm_infer(OpContext& ctx) {
 
 bool lp_norm_expand(Graph& g, int ni) {
   const Node n = g.nodes[ni];
-  const Value& xv = g.values[n.inputs[0]];
-  if (!xv.shape_known) return false;
-  const int64_t rank = static_cast<int64_t>(xv.shape.size());
+  if (!g.values[n.inputs[0]].shape_known) return false;
+  const int64_t rank = static_cast<int64_t>(g.values[n.inputs[0]].shape.size());
   int64_t axis = n.attr_int("axis", -1);
   if (axis < 0) axis += rank;
-  const DType t = xv.dtype;
+  const DType t = g.values[n.inputs[0]].dtype;
   Expansion e(g, n);
   const std::string reduce = n.attr_int("p", 2) == 1 ? "ReduceL1" : "ReduceL2";
   int norm;

@@ -304,11 +304,12 @@ void affine_grid_infer(OpContext& ctx) {
 
 bool affine_grid_expand(Graph& g, int ni) {
   const Node n = g.nodes[ni];
-  const Value& th = g.values[n.inputs[0]];
-  const Value& sv = g.values[n.inputs[1]];
-  if (!th.shape_known || !sv.data) return false;
-  std::vector<int64_t> size(sv.data->numel());
-  for (size_t i = 0; i < size.size(); ++i) size[i] = host_get_i(*sv.data, static_cast<int64_t>(i));
+  if (!g.values[n.inputs[0]].shape_known || !g.values[n.inputs[1]].data) return false;
+  // Copies: adding values below moves g.values.
+  const DType theta_type = g.values[n.inputs[0]].dtype;
+  const Tensor sizes = *g.values[n.inputs[1]].data;
+  std::vector<int64_t> size(sizes.numel());
+  for (size_t i = 0; i < size.size(); ++i) size[i] = host_get_i(sizes, static_cast<int64_t>(i));
   const bool align = n.attr_int("align_corners", 0) != 0;
   const std::vector<int64_t> spatial(size.begin() + 2, size.end());  // (D,) H, W
   const int64_t dims = static_cast<int64_t>(spatial.size());
@@ -319,7 +320,7 @@ bool affine_grid_expand(Graph& g, int ni) {
     return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len);
   };
   // Base points [points, dims + 1]: (x, y[, z], 1) with x along the last spatial dim.
-  Tensor base(th.dtype, {points, dims + 1});
+  Tensor base(theta_type, {points, dims + 1});
   for (int64_t p = 0; p < points; ++p) {
     int64_t rem = p;
     std::vector<int64_t> idx(dims);
