@@ -1,7 +1,9 @@
 // Builds the nodes an op expands into (OpTraits::expand: ONNX functions such as the losses,
 // GroupNormalization, LpNormalization): new values and nodes named after the expanded node, typed
 // constants, Squeeze/Unsqueeze with axes as the graph's opset wants them. The caller hands `nodes`
-// to replace_node (runtime/ir/subgraph.hpp).
+// to replace_node (runtime/ir/subgraph.hpp). Every value or constant added moves g.values: copy
+// what an expansion needs from a Value (dtype, shape, data) before the first one, never hold a
+// `const Value&` across them (ASan found one in GroupNormalization's).
 #pragma once
 
 #include <string>
