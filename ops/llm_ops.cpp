@@ -157,10 +157,7 @@ bool attention_expand(Graph& g, int ni) {
     if (!d.three_d) return in;
     const int split = e.node("Reshape", {in, e.ints(what + "_shape", {0, 0, count, -1})}, what + "_split");
     const int out = e.node("Transpose", {split}, what + "_heads");
-    Attribute perm;
-    perm.kind = Attribute::Kind::Ints;
-    perm.ints = {0, 2, 1, 3};
-    e.nodes.back().attrs["perm"] = perm;
+    e.attr_ints("perm", {0, 2, 1, 3});
     return out;
   };
   const int q = heads(n.inputs[0], d.q_heads, "q");
@@ -185,12 +182,7 @@ bool attention_expand(Graph& g, int ni) {
   const int kr = repeat(k, d.head, "k");
   const int vr = repeat(v, d.v_head, "v");
   const int kt = e.node("Transpose", {kr}, "k_transposed");
-  {
-    Attribute perm;
-    perm.kind = Attribute::Kind::Ints;
-    perm.ints = {0, 1, 3, 2};
-    e.nodes.back().attrs["perm"] = perm;
-  }
+  e.attr_ints("perm", {0, 1, 3, 2});
   const double scale = n.has("scale") ? n.attr_float("scale", 0) : 1.0 / std::sqrt(static_cast<double>(d.head));
   int s = e.node("MatMul", {q, kt}, "qk");
   s = e.node("Mul", {s, e.scalar("scale", t, scale)}, "scores");
@@ -280,10 +272,7 @@ bool attention_expand(Graph& g, int ni) {
   } else {
     const int y4 = e.node("MatMul", {p, vr}, "y_heads");
     const int yt = e.node("Transpose", {y4}, "y_rows");
-    Attribute perm;
-    perm.kind = Attribute::Kind::Ints;
-    perm.ints = {0, 2, 1, 3};
-    e.nodes.back().attrs["perm"] = perm;
+    e.attr_ints("perm", {0, 2, 1, 3});
     e.node("Reshape", {yt, e.ints("y_shape", {0, 0, -1})}, "y", n.outputs[0]);
   }
   replace_node(g, ni, std::move(e.nodes));
@@ -357,19 +346,13 @@ bool rope_expand(Graph& g, int ni) {
   }
   const bool interleaved = n.attr_int("interleaved", 0) != 0;
   Expansion e(g, n);
-  auto perm_0213 = [&]() {
-    Attribute perm;
-    perm.kind = Attribute::Kind::Ints;
-    perm.ints = {0, 2, 1, 3};
-    e.nodes.back().attrs["perm"] = perm;
-  };
   // X as [B, S, heads, head size].
   int x;
   if (d.three_d) {
     x = e.node("Reshape", {n.inputs[0], e.ints("x_shape", {0, 0, d.heads, d.head})}, "x_heads");
   } else {
     x = e.node("Transpose", {n.inputs[0]}, "x_heads");
-    perm_0213();
+    e.attr_ints("perm", {0, 2, 1, 3});
   }
   auto slice = [&](int in, int64_t start, int64_t end, int64_t step, const std::string& what) {
     return e.node("Slice", {in, e.ints(what + "_starts", {start}), e.ints(what + "_ends", {end}),
@@ -409,7 +392,7 @@ bool rope_expand(Graph& g, int ni) {
     e.node("Reshape", {out, e.ints("y_shape", {0, 0, -1})}, "y", n.outputs[0]);
   } else {
     e.node("Transpose", {out}, "y", n.outputs[0]);
-    perm_0213();
+    e.attr_ints("perm", {0, 2, 1, 3});
   }
   replace_node(g, ni, std::move(e.nodes));
   return true;

@@ -521,10 +521,7 @@ bool lp_norm_expand(Graph& g, int ni) {
     norm = e.node(reduce, {n.inputs[0], e.ints("axes", {axis})}, "norm");
   } else {
     norm = e.node(reduce, {n.inputs[0]}, "norm");
-    Attribute a;
-    a.kind = Attribute::Kind::Ints;
-    a.ints = {axis};
-    e.nodes.back().attrs["axes"] = a;
+    e.attr_ints("axes", {axis});
   }
   e.attr_int("keepdims", 1);
   const int zero = e.node("Equal", {norm, e.scalar("zero", t, 0)}, "norm_is_zero");

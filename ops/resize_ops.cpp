@@ -72,15 +72,7 @@ ResizeSpec resize_spec(OpContext& ctx) {
   // Resize-18's axes: scales, sizes and roi name only these dims (the others keep their size).
   std::vector<int64_t> axes;
   if (!v10 && ctx.opset() >= 18 && n.has("axes")) {
-    axes = n.attr_ints("axes", {});
-    for (int64_t& a : axes) {
-      if (a < -static_cast<int64_t>(r) || a >= static_cast<int64_t>(r))
-        ctx.fail("axes " + shape_to_string(axes) + " out of range for rank " + std::to_string(r));
-      if (a < 0) a += static_cast<int64_t>(r);
-    }
-    for (size_t i = 0; i < axes.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (axes[i] == axes[j]) ctx.fail("axes " + shape_to_string(axes) + " repeat an axis");
+    axes = ctx.axes(n.attr_ints("axes", {}), static_cast<int64_t>(r));
   } else {
     for (size_t d = 0; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
   }

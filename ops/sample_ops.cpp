@@ -336,12 +336,7 @@ bool affine_grid_expand(Graph& g, int ni) {
   }
   Expansion e(g, n);
   const int tt = e.node("Transpose", {n.inputs[0]}, "theta_t");
-  {
-    Attribute perm;
-    perm.kind = Attribute::Kind::Ints;
-    perm.ints = {0, 2, 1};
-    e.nodes.back().attrs["perm"] = perm;
-  }
+  e.attr_ints("perm", {0, 2, 1});
   const int pts = e.node("MatMul", {g.add_constant(n.name + "/base_points", std::move(base)), tt}, "points");
   std::vector<int64_t> shape{size[0]};
   shape.insert(shape.end(), spatial.begin(), spatial.end());

@@ -633,15 +633,7 @@ PadSpec pad_spec(const OpContext& ctx) {
   // Pad-18's axes: pads name only those dims (begins, then ends), the others keep zero pads.
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.has_input(3)) {
-    axes = ctx.in_ints(3);
-    for (int64_t& a : axes) {
-      if (a < -static_cast<int64_t>(r) || a >= static_cast<int64_t>(r))
-        ctx.fail("axes " + shape_to_string(axes) + " out of range for rank " + std::to_string(r));
-      if (a < 0) a += static_cast<int64_t>(r);
-    }
-    for (size_t i = 0; i < axes.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (axes[i] == axes[j]) ctx.fail("axes " + shape_to_string(axes) + " repeat an axis");
+    axes = ctx.axes(ctx.in_ints(3), static_cast<int64_t>(r));
   } else {
     for (size_t d = 0; d < r; ++d) axes.push_back(static_cast<int64_t>(d));
   }

@@ -39,6 +39,12 @@ class Expansion {
     a.f = v;
     nodes.back().attrs[name] = a;
   }
+  void attr_ints(const std::string& name, std::vector<int64_t> v) {
+    Attribute a;
+    a.kind = Attribute::Kind::Ints;
+    a.ints = std::move(v);
+    nodes.back().attrs[name] = a;
+  }
   // A scalar constant of type t (float32/64/16, int32, else int64).
   int scalar(const std::string& what, DType t, double v) {
     Tensor c(t, {});
@@ -59,10 +65,7 @@ class Expansion {
   int reshape_axis(const std::string& op, int in, int64_t axis, const std::string& what) {
     if (g_.opset() >= 13) return node(op, {in, ints(what + "_axes", {axis})}, what);
     const int out = node(op, {in}, what);
-    Attribute a;
-    a.kind = Attribute::Kind::Ints;
-    a.ints = {axis};
-    nodes.back().attrs["axes"] = a;
+    attr_ints("axes", {axis});
     return out;
   }
 

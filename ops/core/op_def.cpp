@@ -95,6 +95,17 @@ int64_t OpContext::axis(int64_t a, int64_t rank) const {
   return r;
 }
 
+std::vector<int64_t> OpContext::axes(std::vector<int64_t> list, int64_t rank) const {
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  for (int64_t& a : list) {
+    const int64_t original = a;
+    a = axis(a, rank);
+    if (seen[a]) fail("axis " + std::to_string(original) + " is listed twice");
+    seen[a] = true;
+  }
+  return list;
+}
+
 double node_flops(const Graph& g, int node_index) {
   const Node& n = g.nodes[node_index];
   const OpDef* def = find_op(g, n);

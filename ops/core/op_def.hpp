@@ -63,6 +63,8 @@ class OpContext {
   }
   // Normalises a possibly negative axis against `rank`; fails when out of range.
   int64_t axis(int64_t a, int64_t rank) const;
+  // A list of axes normalised against `rank`; fails when one is out of range or listed twice.
+  std::vector<int64_t> axes(std::vector<int64_t> list, int64_t rank) const;
 
  private:
   Value& out_mut(int i);
