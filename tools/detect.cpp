@@ -224,6 +224,25 @@ LayoutChoice choose_layout(const std::vector<OutputDesc>& outputs) {
   return c;
 }
 
+const char* detector_layout(const std::vector<OutputDesc>& outputs) {
+  LayoutChoice c;
+  try {
+    c = choose_layout(outputs);
+  } catch (const ocl_infer::InputError&) {
+    return nullptr;
+  }
+  if (c.layout == DetectionLayout::BoxesScoresLabels) {
+    const auto named = [&](int i, const char* n) { return lower(outputs[i].name) == n; };
+    return named(c.boxes, "boxes") && named(c.scores, "scores") && named(c.labels, "labels") ? layout_name(c.layout)
+                                                                                            : nullptr;
+  }
+  if (c.tensor < 0) return nullptr;
+  const auto& s = outputs[c.tensor].shape;
+  if (s.size() != 3 || s[0] != 1 || s[1] < 0 || s[2] < 0) return nullptr;
+  const int64_t channels = std::min(s[1], s[2]), boxes = std::max(s[1], s[2]);
+  return boxes > channels && channels <= 1005 ? layout_name(c.layout) : nullptr;
+}
+
 double box_iou(const float* a, const float* b) {
   const double ix = std::max(0.0, std::min<double>(a[2], b[2]) - std::max<double>(a[0], b[0]));
   const double iy = std::max(0.0, std::min<double>(a[3], b[3]) - std::max<double>(a[1], b[1]));

@@ -46,6 +46,13 @@ struct LayoutChoice {
 // naming every output's dtype and shape when the outputs cannot be read as detections.
 LayoutChoice choose_layout(const std::vector<OutputDesc>& outputs);
 
+// For a photo given without --task: the layout's name when the declared outputs are plainly a
+// detector's, else nullptr. Stricter than choose_layout: outputs named boxes, scores and labels
+// (a model with its own NMS), or one fully declared float tensor [1,4+C,N] / [1,N,5+C] with
+// more boxes than channels and at most 1,000 classes -- a classifier's [1,C], a segmenter's map
+// or a text recognizer's [1,T,C] (T < C) never reads as one.
+const char* detector_layout(const std::vector<OutputDesc>& outputs);
+
 // One detection. `box` is x1,y1,x2,y2: input pixels after decoding, photo pixels after mapping.
 struct Detection {
   int64_t label = 0;

@@ -63,7 +63,8 @@ options:
                         else class indices)
   --top K               number of classes to print (default 5)
   --json                machine-readable output
-  --size N              resize the shorter image side to N (default 256; 0 = no resize)
+  --size N              resize the shorter image side to N (default 256, or crop x 256/224 where the
+                        crop is larger; 0 = no resize)
   --crop N              centre crop N x N (default: the model's input size)
   --mean R,G,B          per-channel mean after scaling (default 0.485,0.456,0.406)
   --std R,G,B           per-channel std (default 0.229,0.224,0.225)
@@ -72,7 +73,9 @@ options:
   --layout nchw|nhwc    input layout (default nchw)
 
 object detection:
-  --task classify|detect  what to do with photos (default classify)
+  --task classify|detect  what to do with photos (default: detect where the outputs are plainly a
+                        detector's -- named boxes/scores/labels, or one [1,4+C,N] / [1,N,5+C] tensor
+                        with more boxes than channels -- or a detection flag is given, else classify)
   The photo is letterboxed into the model's input (aspect kept, grey 114 border, pixel/255, no
   mean/std unless --mean/--std are given). A model with an open input size gets the photo scaled so
   that its longer side is --size N (default 320), padded to multiples of 32 for YOLO heads. Outputs
@@ -173,6 +176,7 @@ struct Args {
   double threshold = 1e-2;          // --threshold
   bool crop_given = false;
   bool detect = false;              // --task detect
+  bool task_given = false;          // --task given (else a plain detector's photos are detected)
   bool detect_flags = false;        // --conf, --iou, --max-det or --draw given
   bool top_given = false, size_given = false, mean_given = false, std_given = false;
   cli::DetectionParams det;
@@ -280,6 +284,7 @@ Args parse(int argc, char** argv) {
       const std::string v = value();
       if (v != "classify" && v != "detect") throw UsageError("--task must be classify or detect, got '" + v + "'");
       a.detect = v == "detect";
+      a.task_given = true;
     } else if (s == "--conf" || s == "--iou") {
       const std::string v = value();
       char* end = nullptr;
@@ -350,6 +355,8 @@ Args parse(int argc, char** argv) {
   if (a.budget > 0 && !a.tune) throw UsageError("--budget applies to ocl-infer tune and --tune");
   if (a.tune && a.tuning_cache == "off" && a.tune_command)
     throw UsageError("tune: --tuning-cache off would throw the results away; give a file or leave the default");
+  // --conf, --iou, --max-det and --draw say what the user wants where --task does not.
+  if (a.detect_flags && !a.task_given) a.detect = true;
   if (a.detect_flags && !a.detect) throw UsageError("--conf, --iou, --max-det and --draw apply to --task detect");
   if (a.detect) {
     if (a.tune_command || a.measuring() || a.check_precision || !a.dump.empty() || !a.inputs.empty() ||
@@ -529,6 +536,17 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
   return 0;
 }
 
+// The centre crop is the model's input size unless --crop says otherwise; a crop beyond the
+// default shorter side (256, for 224 inputs) gets the same ratio (a 320 input: 366) unless --size.
+void crop_to_model_input(Args& a, const std::vector<int64_t>& shape) {
+  if (a.crop_given) return;
+  const int64_t hw = a.pre.nhwc ? shape[1] : shape[2];
+  if (hw <= 0) return;
+  a.pre.crop = static_cast<int>(hw);
+  if (!a.size_given && a.pre.crop > a.pre.resize)
+    a.pre.resize = static_cast<int>((static_cast<int64_t>(a.pre.crop) * 256 + 223) / 224);
+}
+
 int classify(ocl_infer::Session& s, Args a) {
   if (s.inputs().size() != 1)
     throw ocl_infer::InputError("image classification needs a model with one input; this one has " +
@@ -537,10 +555,7 @@ int classify(ocl_infer::Session& s, Args a) {
   if (in.dtype != DType::Float32 || in.shape.size() != 4)
     throw ocl_infer::InputError("image classification needs a float32 input of rank 4, the model has " +
                                 std::string(ocl_infer::dtype_name(in.dtype)) + " " + ocl_infer::shape_to_string(in.shape));
-  if (!a.crop_given) {
-    int64_t hw = a.pre.nhwc ? in.shape[1] : in.shape[2];
-    if (hw > 0) a.pre.crop = static_cast<int>(hw);
-  }
+  crop_to_model_input(a, in.shape);
   std::vector<std::string> labels;
   std::string label_path = a.labels;
   if (label_path.empty()) {
@@ -611,6 +626,21 @@ int classify(ocl_infer::Session& s, Args a) {
   return 0;
 }
 
+// Photos without --task, for a model whose outputs are plainly a detector's (cli::detector_layout)
+// and no classification flag (--crop, --top, --calibration): detect, and say so on stderr.
+bool detects_by_default(const ocl_infer::Session& s, const Args& a) {
+  if (a.task_given || a.images.empty() || a.crop_given || a.top_given || !a.quant.calibration.empty() ||
+      !a.output_dir.empty() || !a.inputs.empty())
+    return false;
+  std::vector<cli::OutputDesc> declared;
+  for (const auto& v : s.outputs()) declared.push_back({v.name, v.dtype, v.shape});
+  const char* layout = cli::detector_layout(declared);
+  if (!layout) return false;
+  std::cerr << "ocl-infer: the model's outputs read as detections (" << layout
+            << "): detecting objects (--task classify ranks classes instead)\n";
+  return true;
+}
+
 int detect(ocl_infer::Session& s, const Args& a) {
   cli::DetectOptions o;
   o.params = a.det;
@@ -635,10 +665,7 @@ std::map<std::string, Tensor> measurement_inputs(ocl_infer::Session& s, Args& a)
   }
   if (!a.images.empty()) {
     const auto& in = s.inputs().at(0);
-    if (!a.crop_given && in.shape.size() == 4) {
-      int64_t hw = a.pre.nhwc ? in.shape[1] : in.shape[2];
-      if (hw > 0) a.pre.crop = static_cast<int>(hw);
-    }
+    if (in.shape.size() == 4) crop_to_model_input(a, in.shape);
     feeds[in.name] = cli::load_image(a.images[0], a.pre);
     return feeds;
   }
@@ -928,7 +955,7 @@ int main(int argc, char** argv) {
              : a.check_precision                             ? check_precision(s, a, opt)
              : a.measuring()                                 ? measure(s, a)
              : !a.dump.empty() && a.images.empty() && a.inputs.empty() ? dump_only(s, a)
-             : a.detect                                      ? detect(s, a)
+             : a.detect || detects_by_default(s, a)          ? detect(s, a)
              : a.images.empty()                              ? run_tensors(s, a)
                                                              : classify(s, a);
     if (a.verbose) {
