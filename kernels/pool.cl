@@ -423,3 +423,51 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
   for (; ow < OW; ++ow) ST(YS, y, ow, pool_max_one(x, D, H, W, d0, h0, pw, ow));
 }
 #endif
+
+#if defined(POOL_SEP) && defined(POOL_MAX) && defined(WIN_CONST)
+// 2-D MaxPool with stride 1 and no dilation (SPP / SPPF blocks: 5x5 windows with 2 of padding on
+// 20x20 planes) on float or half storage, a work-item per plane: each input row is copied into a
+// private row with -inf padding, its maximum over KW columns taken for every output column as
+// 8-float vectors into a ring of KH rows (SEP_W floats each, a multiple of 8 >= OW), then each
+// output row is the maximum of the ring rows its window covers. 2 * (KH + KW) vector comparisons
+// per 8 outputs instead of KH * KW per output. Windows hold at least one input element (the host
+// checks), so the -inf padding never wins over an input value (or -inf ties with it).
+__kernel void pool_max_sep(__global const T* restrict X, __global YT* restrict Y, int H, int W, int OH, int OW,
+                           int ph, int pw, int planes) {
+  const int nc = get_global_id(0);
+  if (nc >= planes) return;
+  const __global T* x = X + (long)nc * H * W;
+  __global YT* y = Y + (long)nc * OH * OW;
+  float ring[WIN_KH][SEP_W];
+  float row[SEP_W + WIN_KW + 8];
+  const int vecs = (OW + 7) / 8;
+  for (int i = 0; i < SEP_W + WIN_KW + 8; ++i) row[i] = -INFINITY;
+  int next = max(0, -ph);  // the next input row to reduce along its columns
+  for (int oh = 0; oh < OH; ++oh) {
+    const int lo = max(0, oh - ph), hi = min(H, oh - ph + WIN_KH);
+    for (; next < hi; ++next) {
+      const __global T* xr = x + (long)next * W;
+      for (int iw = 0; iw < W; ++iw) row[pw + iw] = LD(S, xr, iw);
+      float* r = ring[next % WIN_KH];
+      for (int v = 0; v < vecs; ++v) {
+        float8 best = vload8(0, row + v * 8);
+#pragma unroll
+        for (int kw = 1; kw < WIN_KW; ++kw) best = max(best, vload8(0, row + v * 8 + kw));
+        vstore8(best, 0, r + v * 8);
+      }
+    }
+    __global YT* yr = y + (long)oh * OW;
+    for (int v = 0; v < vecs; ++v) {
+      float8 best = vload8(0, ring[lo % WIN_KH] + v * 8);
+      for (int ih = lo + 1; ih < hi; ++ih) best = max(best, vload8(0, ring[ih % WIN_KH] + v * 8));
+      if (v * 8 + 8 <= OW) {
+        STN(YS, 8, yr + v * 8, 0, best);
+      } else {
+        float t[8];
+        vstore8(best, 0, t);
+        for (int k = 0; v * 8 + k < OW; ++k) ST(YS, yr, v * 8 + k, t[k]);
+      }
+    }
+  }
+}
+#endif

@@ -424,6 +424,15 @@ void softmax_build(BuildContext& ctx) {
                {static_cast<size_t>(g.outer)}, {1}, ctx.in_buf(0), ctx.out_buf(0), g.len, g.outer);
     return;
   }
+  // CPU devices, an axis before the last: a work-item per vector of neighbouring inner positions
+  // (softmax_inner_vec; YOLOv8's DFL softmax over 16 bins of [1,16,4,8400]: 2.5 -> 0.2 ms on PoCL).
+  if (g.inner >= 4 && macro != "HARDMAX" && ctx.input(0).dtype != DType::Float64 && ctx.caps().cpu_shaped()) {
+    const int vw = g.inner >= 16 ? 16 : g.inner >= 8 ? 8 : 4;
+    const int64_t blocks = (g.inner + vw - 1) / vw, items = g.outer * blocks;
+    ctx.launch("softmax", "softmax_inner_vec", opts + exp_once + " -DINNER_VW=" + std::to_string(vw),
+               {static_cast<size_t>(items)}, {1}, ctx.in_buf(0), ctx.out_buf(0), g.len, g.inner, blocks, items);
+    return;
+  }
   const size_t local = ctx.caps().linear_local();
   const std::string generic = opts + exp_once;
   ctx.launch("softmax", "softmax_generic", generic, {round_up(static_cast<size_t>(n_out), local)},

@@ -115,6 +115,31 @@ void rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams& p) {
              ctx.out_buf(0), ctx.params(d.geom.data(), d.geom.size() * sizeof(int32_t)));
 }
 
+// sep: 2-D MaxPool with stride 1, no dilation and no indices on float or half planes of at most
+// 256 columns (SPP / SPPF blocks): a work-item per plane, rows reduced along their columns once into
+// a ring, then down the columns (kernels/pool.cl pool_max_sep). YOLOv8n's three 5x5 MaxPools on
+// [1,128,20,20]: 180-240 us each with `rows` (every output's 25 taps, a fifth of them checked),
+// ONNX Runtime 29-33 us. Every window must hold an input element (padding below the window).
+bool sep_applies(const PoolDesc& d, const DeviceCaps&) {
+  const auto& g = d.geom;  // in 0-2, out 3-5, k 6-8, s 9-11, d 12-14, pb 15-17, pe 18-20
+  return d.kind == Kind::Max && !d.indices && (d.t == DType::Float32 || d.t == DType::Float16) && g[7] <= 16 &&
+         g[8] <= 16 && g[0] == 1 && g[6] == 1 && g[10] == 1 && g[11] == 1 && g[13] == 1 && g[14] == 1 && g[5] <= 256 &&
+         g[16] < g[7] && g[17] < g[8] && g[4] - 1 - g[16] < g[1] && g[5] - 1 - g[17] < g[2];
+}
+bool sep_preferred(const PoolDesc&, const DeviceCaps& c) { return c.cpu_shaped(); }
+VariantParams sep_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
+void sep_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
+  const int32_t ring_w = (d.geom[5] + 15) / 16 * 16;
+  // Windows past small_window's 64 taps (SPP's 9x9 and 13x13) are compiled in here too.
+  std::string opts = d.opts;
+  if (!small_window(d))
+    opts += " -DWIN_KD=1 -DWIN_KH=" + std::to_string(d.geom[7]) + " -DWIN_KW=" + std::to_string(d.geom[8]) +
+            " -DWIN_SD=1 -DWIN_SH=1 -DWIN_SW=1 -DWIN_DD=1 -DWIN_DH=1 -DWIN_DW=1";
+  ctx.launch("pool", "pool_max_sep", opts + " -DPOOL_SEP -DSEP_W=" + std::to_string(ring_w),
+             {static_cast<size_t>(d.planes)}, {1}, ctx.in_buf(0), ctx.out_buf(0), d.geom[1], d.geom[2], d.geom[4],
+             d.geom[5], d.geom[16], d.geom[17], static_cast<int32_t>(d.planes));
+}
+
 // plane: average over whole planes (every output 1, no padding), float or half storage, one
 // work-item per plane summing 8 lanes at a time: the generic kernel's per-tap loop took 94 us for
 // squeezenet1_1's [1,1000,13,13] GlobalAveragePool on PoCL. CPU-shaped (preferred on CPUs).
@@ -171,6 +196,8 @@ const KernelFamily<PoolDesc>& pool_family() {
       {
           {"plane", "average over whole planes (global average): one work-item per plane, 8 lanes", {},
            plane_applies, nullptr, plane_defaults, plane_run, plane_preferred},
+          {"sep", "2-D MaxPool, stride 1, no dilation, no indices, float/half, rows <= 256, window <= 16x16: a plane "
+                  "per work-item, rows then columns", {}, sep_applies, nullptr, sep_defaults, sep_run, sep_preferred},
           {"rows", "MaxPool, window <= 64 taps, no indices: one output row per work-item",
            {{"local", {1, 4, 8, 16}}}, rows_applies, rows_valid, rows_defaults, rows_run},
           {"generic", "any pooling: one output per work-item, row-segment work-groups",

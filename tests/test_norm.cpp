@@ -263,7 +263,12 @@ TEST(Softmax, AllVariantsMatchReference) {
                           // Contiguous rows on CPU devices (softmax_rows_vec): whole 16-, 8- and
                           // 4-wide vectors, and a row too short for a vector.
                           Case{{1, 4, 6, 64}, -1, 13}, Case{{3, 8}, -1, 13}, Case{{5, 4}, 1, 13},
-                          Case{{4, 3}, -1, 13}}) {
+                          Case{{4, 3}, -1, 13},
+                          // An axis before the last on CPU devices (softmax_inner_vec): inner runs
+                          // of whole 16-, 8- and 4-wide vectors, with a shorter last run, and
+                          // YOLOv8's DFL shape (16 bins over [1,16,4,N]).
+                          Case{{2, 5, 37}, 1, 13}, Case{{3, 6, 9}, 1, 13}, Case{{2, 3, 5, 1}, 1, 13},
+                          Case{{1, 16, 4, 84}, 1, 13}}) {
       const size_t axis = c.axis < 0 ? c.axis + c.s.size() : c.axis;
       int64_t outer = prod(c.s, 0, axis), len, inner;
       if (c.opset < 13) {  // coerced to 2-D at axis

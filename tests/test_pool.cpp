@@ -184,6 +184,50 @@ TEST(Pool, MaxPoolRowsVectorPath) {
   }
 }
 
+// 2-D MaxPools with stride 1 (SPP / SPPF blocks) take pool_max_sep on CPU devices: rows reduced
+// along their columns into a ring, then down the columns, 8-float vectors with a tail. Against the
+// reference on values with ties and -inf, by default and forced, for YOLOv8's 5x5 SPPF window,
+// odd widths (a row's last vector partial), asymmetric and no padding, windows as tall as the
+// plane, one-row planes and 1xK / Kx1 windows; the plan must name the kernel where it applies.
+TEST(Pool, MaxPoolSeparableStrideOne) {
+  std::mt19937 rng(35);
+  const std::vector<PoolCase> cases = {
+      {"MaxPool", {1, 8, 20, 20}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+      {"MaxPool", {2, 3, 13, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {"MaxPool", {1, 2, 11, 30}, {9, 9}, {1, 1}, {1, 1}, {4, 4, 4, 4}},
+      {"MaxPool", {1, 3, 9, 17}, {3, 5}, {1, 1}, {1, 1}, {2, 0, 0, 4}},
+      {"MaxPool", {1, 2, 6, 17}, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {"MaxPool", {1, 2, 5, 9}, {5, 3}, {1, 1}, {1, 1}, {0, 1, 0, 1}},
+      {"MaxPool", {1, 4, 1, 40}, {1, 7}, {1, 1}, {1, 1}, {0, 3, 0, 3}},
+      {"MaxPool", {1, 2, 12, 1}, {7, 1}, {1, 1}, {1, 1}, {3, 0, 3, 0}},
+      {"MaxPool", {1, 1, 3, 3}, {13, 13}, {1, 1}, {1, 1}, {6, 6, 6, 6}},
+  };
+  for (const PoolCase& c : cases) {
+    ModelBuilder m;
+    m.input("x", DType::Float32, c.x).output("y");
+    auto& node = m.node("MaxPool", {"x"}, {"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    Tensor x = random_tensor(c.x, rng);
+    for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = x.data<float>()[i / 2];  // ties
+    for (int64_t i = 3; i < x.numel(); i += 29) x.data<float>()[i] = -INFINITY;
+    const Tensor ref = pool_reference(c, x).first;
+    const std::string what = ocl_infer::shape_to_string(c.x) + " k " + std::to_string(c.k[0]) + "x" +
+                             std::to_string(c.k[1]);
+    ocl_infer::SessionOptions forced;
+    forced.kernel_variants = "pool=sep";
+    for (const auto& opt : {ocl_infer::SessionOptions{}, forced}) {
+      auto s = open_session(m, opt);
+      const Tensor y = s.run({{"x", x}}).at("y");
+      ASSERT_EQ(y.shape, ref.shape) << what;
+      EXPECT_LE(rel_error(y, ref), 0.0) << what;
+      EXPECT_NE(s.dump("plan").find("pool_max_sep"), std::string::npos) << what << "\n" << s.dump("plan");
+    }
+  }
+}
+
 TEST(Pool, MaxPoolUint8) {
   std::mt19937 rng(32);
   PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
