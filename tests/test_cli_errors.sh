@@ -48,6 +48,12 @@ g3 = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"])], "g",
     [onnx.numpy_helper.from_array(np.array(1000, np.float16), "k")])
 onnx.save(helper.make_model(g3, opset_imports=[helper.make_opsetid("", 13)]), w + "/overflow16.onnx")
 np.save(w + "/x16.npy", np.array([1, 10, 100, 1000], np.float16))
+# A recognizer-shaped model: open batch and width, output [N,T,3] (a sequence of class scores).
+g4 = helper.make_graph([helper.make_node("ReduceMean", ["x"], ["m"], axes=[2], keepdims=0),
+                        helper.make_node("Transpose", ["m"], ["y"], perm=[0, 2, 1])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, "w"])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "w", 3])])
+onnx.save(helper.make_model(g4, opset_imports=[helper.make_opsetid("", 13)]), w + "/sequence.onnx")
 PY
 fail=0
 expect() {  # expect CODE PATTERN -- ARGS...
@@ -73,6 +79,8 @@ expect 1 "not a valid ONNX model" -- $w/garbage.onnx --input x=$w/x.npy --output
 # Classifying a photo with a model whose output is a map ([1,3,4,4] here; a text detector's
 # probability map in practice) is refused rather than ranking the map's pixels as classes.
 expect 1 "is \[1,3,4,4\], not one score per class" -- $w/good.onnx $w/grey.png --size 0
+# ... and one whose declared output is a sequence of scores, before the photo is cropped for it.
+expect 1 "is declared \[?,?,3\], not one score per class" -- $w/sequence.onnx $w/grey.png
 expect 1 "AlsoMissing (opset 13).*NoSuchOp (opset 13)" -- $w/unsupported.onnx --input x=$w/x.npy --output-dir $w/o
 expect 1 "must have shape \[1,3,4,4\]" -- $w/good.onnx --input x=$w/wrong_shape.npy --output-dir $w/o
 expect 1 "must be float32, got int32" -- $w/good.onnx --input x=$w/wrong_type.npy --output-dir $w/o

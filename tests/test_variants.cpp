@@ -268,6 +268,7 @@ TEST(Variants, PoolEveryVariantAndParameter) {
   const PoolCase cases[] = {
       {"max 3x3 stride 2", "MaxPool", {1, 3, 15, 17}, 3, 2, 1},
       {"max 2x2", "MaxPool", {2, 2, 9, 10}, 2, 2, 0},
+      {"max 5x5 stride 1 (SPPF)", "MaxPool", {1, 3, 12, 13}, 5, 1, 2},
       {"average 3x3", "AveragePool", {1, 4, 11, 7}, 3, 1, 1},
       {"global average", "GlobalAveragePool", {1, 5, 7, 9}, 0, 0, 0},
   };

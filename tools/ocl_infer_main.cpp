@@ -555,6 +555,20 @@ int classify(ocl_infer::Session& s, Args a) {
   if (in.dtype != DType::Float32 || in.shape.size() != 4)
     throw ocl_infer::InputError("image classification needs a float32 input of rank 4, the model has " +
                                 std::string(ocl_infer::dtype_name(in.dtype)) + " " + ocl_infer::shape_to_string(in.shape));
+  // A declared first output with two or more dims past the batch that are open or above 1 (a
+  // text recognizer's [N,T,C], a segmenter's or detector's map) cannot be one score per class:
+  // said before the photo is cropped to an input that may not fit the model (a recognizer's
+  // 48-pixel lines failed inside the model with a Reshape error).
+  {
+    const auto& o = s.outputs()[0];
+    const auto wide = std::count_if(o.shape.begin() + (o.shape.empty() ? 0 : 1), o.shape.end(),
+                                    [](int64_t d) { return d != 1; });
+    if (wide > 1)
+      throw ocl_infer::InputError(
+          "the model's output '" + o.name + "' is declared " + ocl_infer::shape_to_string(o.shape) +
+          ", not one score per class: image classification reads an output of shape [1,C]; for detectors use "
+          "--task detect, for other models --input NAME=FILE --output-dir DIR writes the raw outputs");
+  }
   crop_to_model_input(a, in.shape);
   std::vector<std::string> labels;
   std::string label_path = a.labels;
