@@ -442,7 +442,7 @@ __kernel void pool_max_sep(__global const T* restrict X, __global YT* restrict Y
   float row[SEP_W + WIN_KW + 8];
   const int vecs = (OW + 7) / 8;
   for (int i = 0; i < SEP_W + WIN_KW + 8; ++i) row[i] = -INFINITY;
-  int next = max(0, -ph);  // the next input row to reduce along its columns
+  int next = 0;  // the next input row to reduce along its columns
   for (int oh = 0; oh < OH; ++oh) {
     const int lo = max(0, oh - ph), hi = min(H, oh - ph + WIN_KH);
     for (; next < hi; ++next) {

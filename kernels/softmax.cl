@@ -21,6 +21,34 @@
 #define CT T
 #endif
 
+#ifndef OP_HARDMAX
+// Softmax or LogSoftmax of the `len` values xr[0], xr[stride], ... into yr (same offsets).
+static inline void softmax_column(__global const T* xr, __global T* yr, long len, long stride) {
+  CT m = -INFINITY;
+  for (long k = 0; k < len; ++k) m = fmax(m, LD(S, xr, k * stride));
+  CT s = 0;
+#ifdef EXP_ONCE
+  // y may be x (in place): x[k] is not read again once its exp is stored.
+  for (long k = 0; k < len; ++k) {
+    const CT e = exp(LD(S, xr, k * stride) - m);
+    ST(S, yr, k * stride, e);
+    s += e;
+  }
+  for (long k = 0; k < len; ++k) ST(S, yr, k * stride, LD(S, yr, k * stride) / s);
+#else
+  for (long k = 0; k < len; ++k) s += exp(LD(S, xr, k * stride) - m);
+#endif
+#ifdef OP_LOGSOFTMAX
+  CT shift = m + log(s);
+  for (long k = 0; k < len; ++k) ST(S, yr, k * stride, LD(S, xr, k * stride) - shift);
+#elif defined(EXP_ONCE)
+  // (done above)
+#else
+  for (long k = 0; k < len; ++k) ST(S, yr, k * stride, exp(LD(S, xr, k * stride) - m) / s);
+#endif
+}
+#endif
+
 // One work-item per (outer, inner) pair: neighbouring work-items read neighbouring elements when
 // inner > 1. The maximum is subtracted before exp() so that large inputs cannot overflow.
 __kernel void softmax_generic(__global const T* x, __global T* y, long n_out, long len,
@@ -43,28 +71,7 @@ __kernel void softmax_generic(__global const T* x, __global T* y, long n_out, lo
   }
   for (long k = 0; k < len; ++k) ST(S, yr, k * inner, k == bi ? (CT)1 : (CT)0);
 #else
-  CT m = -INFINITY;
-  for (long k = 0; k < len; ++k) m = fmax(m, LD(S, xr, k * inner));
-  CT s = 0;
-#ifdef EXP_ONCE
-  // y may be x (in place): x[k] is not read again once its exp is stored.
-  for (long k = 0; k < len; ++k) {
-    const CT e = exp(LD(S, xr, k * inner) - m);
-    ST(S, yr, k * inner, e);
-    s += e;
-  }
-  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, LD(S, yr, k * inner) / s);
-#else
-  for (long k = 0; k < len; ++k) s += exp(LD(S, xr, k * inner) - m);
-#endif
-#ifdef OP_LOGSOFTMAX
-  CT shift = m + log(s);
-  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, LD(S, xr, k * inner) - shift);
-#elif defined(EXP_ONCE)
-  // (done above)
-#else
-  for (long k = 0; k < len; ++k) ST(S, yr, k * inner, exp(LD(S, xr, k * inner) - m) / s);
-#endif
+  softmax_column(xr, yr, len, inner);
 #endif
 }
 
@@ -173,27 +180,7 @@ __kernel void softmax_inner_vec(__global const T* x, __global T* y, long len, lo
 #endif
     return;
   }
-  for (long lane = 0; lane < inner - in0; ++lane) {
-    float m = -INFINITY;
-    for (long k = 0; k < len; ++k) m = fmax(m, LD(S, xr, k * inner + lane));
-    float s = 0.0f;
-#if defined(OP_SOFTMAX) && defined(EXP_ONCE)
-    for (long k = 0; k < len; ++k) {
-      const float e = exp(LD(S, xr, k * inner + lane) - m);
-      ST(S, yr, k * inner + lane, e);
-      s += e;
-    }
-    for (long k = 0; k < len; ++k) ST(S, yr, k * inner + lane, LD(S, yr, k * inner + lane) / s);
-#else
-    for (long k = 0; k < len; ++k) s += exp(LD(S, xr, k * inner + lane) - m);
-#ifdef OP_LOGSOFTMAX
-    const float shift = m + log(s);
-    for (long k = 0; k < len; ++k) ST(S, yr, k * inner + lane, LD(S, xr, k * inner + lane) - shift);
-#else
-    for (long k = 0; k < len; ++k) ST(S, yr, k * inner + lane, exp(LD(S, xr, k * inner + lane) - m) / s);
-#endif
-#endif
-  }
+  for (long lane = 0; lane < inner - in0; ++lane) softmax_column(xr + lane, yr + lane, len, inner);
 }
 #endif
 

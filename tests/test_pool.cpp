@@ -127,6 +127,25 @@ TEST(Pool, MatchesReference) {
   }
 }
 
+// A MaxPool of case c without indices, and its random input with ties and some -inf values.
+ModelBuilder maxpool_model(const PoolCase& c) {
+  ModelBuilder m;
+  m.input("x", DType::Float32, c.x).output("y");
+  auto& node = m.node("MaxPool", {"x"}, {"y"});
+  attr_ints(node, "kernel_shape", c.k);
+  attr_ints(node, "strides", c.s);
+  attr_ints(node, "dilations", c.d);
+  attr_ints(node, "pads", c.pads);
+  attr_i(node, "ceil_mode", c.ceil);
+  return m;
+}
+Tensor maxpool_input(const PoolCase& c, std::mt19937& rng) {
+  Tensor x = random_tensor(c.x, rng);
+  for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = x.data<float>()[i / 2];  // ties
+  for (int64_t i = 3; i < x.numel(); i += 29) x.data<float>()[i] = -INFINITY;
+  return x;
+}
+
 // MaxPool without indices over wide rows takes pool_max_rows' vector path (runs of 8 outputs whose
 // windows lie inside the input, stride 1 or 2) next to its per-output path at the borders: both
 // against the reference on values with ties and -inf, and, with NaN in the input, exactly equal to
@@ -150,17 +169,8 @@ TEST(Pool, MaxPoolRowsVectorPath) {
       {"MaxPool", {1, 1, 4, 5, 58}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}},
   };
   for (const PoolCase& c : cases) {
-    ModelBuilder m;
-    m.input("x", DType::Float32, c.x).output("y");
-    auto& node = m.node("MaxPool", {"x"}, {"y"});
-    attr_ints(node, "kernel_shape", c.k);
-    attr_ints(node, "strides", c.s);
-    attr_ints(node, "dilations", c.d);
-    attr_ints(node, "pads", c.pads);
-    attr_i(node, "ceil_mode", c.ceil);
-    Tensor x = random_tensor(c.x, rng);
-    for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = x.data<float>()[i / 2];  // ties
-    for (int64_t i = 3; i < x.numel(); i += 29) x.data<float>()[i] = -INFINITY;
+    const ModelBuilder m = maxpool_model(c);
+    Tensor x = maxpool_input(c, rng);
     const Tensor ref = pool_reference(c, x).first;
     const std::string what = ocl_infer::shape_to_string(c.x);
     ocl_infer::SessionOptions rows, generic;
@@ -203,16 +213,8 @@ TEST(Pool, MaxPoolSeparableStrideOne) {
       {"MaxPool", {1, 1, 3, 3}, {13, 13}, {1, 1}, {1, 1}, {6, 6, 6, 6}},
   };
   for (const PoolCase& c : cases) {
-    ModelBuilder m;
-    m.input("x", DType::Float32, c.x).output("y");
-    auto& node = m.node("MaxPool", {"x"}, {"y"});
-    attr_ints(node, "kernel_shape", c.k);
-    attr_ints(node, "strides", c.s);
-    attr_ints(node, "dilations", c.d);
-    attr_ints(node, "pads", c.pads);
-    Tensor x = random_tensor(c.x, rng);
-    for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = x.data<float>()[i / 2];  // ties
-    for (int64_t i = 3; i < x.numel(); i += 29) x.data<float>()[i] = -INFINITY;
+    const ModelBuilder m = maxpool_model(c);
+    const Tensor x = maxpool_input(c, rng);
     const Tensor ref = pool_reference(c, x).first;
     const std::string what = ocl_infer::shape_to_string(c.x) + " k " + std::to_string(c.k[0]) + "x" +
                              std::to_string(c.k[1]);

@@ -547,6 +547,14 @@ void crop_to_model_input(Args& a, const std::vector<int64_t>& shape) {
     a.pre.resize = static_cast<int>((static_cast<int64_t>(a.pre.crop) * 256 + 223) / 224);
 }
 
+// The error for a first output that is not one score per class (`shape` as the message says it).
+ocl_infer::InputError not_class_scores(const std::string& name, const std::string& shape) {
+  return ocl_infer::InputError("the model's output '" + name + "' is " + shape +
+                               ", not one score per class: image classification reads an output of shape [1,C]; "
+                               "for detectors use --task detect, for other models --input NAME=FILE --output-dir "
+                               "DIR writes the raw outputs");
+}
+
 int classify(ocl_infer::Session& s, Args a) {
   if (s.inputs().size() != 1)
     throw ocl_infer::InputError("image classification needs a model with one input; this one has " +
@@ -563,11 +571,7 @@ int classify(ocl_infer::Session& s, Args a) {
     const auto& o = s.outputs()[0];
     const auto wide = std::count_if(o.shape.begin() + (o.shape.empty() ? 0 : 1), o.shape.end(),
                                     [](int64_t d) { return d != 1; });
-    if (wide > 1)
-      throw ocl_infer::InputError(
-          "the model's output '" + o.name + "' is declared " + ocl_infer::shape_to_string(o.shape) +
-          ", not one score per class: image classification reads an output of shape [1,C]; for detectors use "
-          "--task detect, for other models --input NAME=FILE --output-dir DIR writes the raw outputs");
+    if (wide > 1) throw not_class_scores(o.name, "declared " + ocl_infer::shape_to_string(o.shape));
   }
   crop_to_model_input(a, in.shape);
   std::vector<std::string> labels;
@@ -587,10 +591,7 @@ int classify(ocl_infer::Session& s, Args a) {
     // Class scores are one vector ([1,C], [C], [1,C,1,1]); a map or a sequence of them (a
     // detector's, a segmenter's, a text recognizer's) ranked as one would print nonsense.
     if (std::count_if(y.shape.begin(), y.shape.end(), [](int64_t d) { return d > 1; }) > 1)
-      throw ocl_infer::InputError(
-          "the model's output '" + s.outputs()[0].name + "' is " + ocl_infer::shape_to_string(y.shape) +
-          ", not one score per class: image classification reads an output of shape [1,C]; for detectors use "
-          "--task detect, for other models --input NAME=FILE --output-dir DIR writes the raw outputs");
+      throw not_class_scores(s.outputs()[0].name, ocl_infer::shape_to_string(y.shape));
     const float* p = y.data<float>();
     const int64_t n = y.numel();
     // A NaN or infinity in the scores would come out of the softmax below as plausible-looking
