@@ -488,6 +488,61 @@ TEST(ManyOperands, SplitInto80AndConcatOf100) {
   check_graph(g, "Concat of 100");
 }
 
+// The number after "key": in a plan.json (-1 when absent).
+int plan_count(const std::string& plan, const std::string& key) {
+  const size_t at = plan.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1 : std::atoi(plan.c_str() + at + key.size() + 4);
+}
+
+// Concat inputs whose storage groups hold several values (a tensor and its Split views; a conv
+// with an Add written over it) move into the Concat's output when every one of them sits at its
+// slice and the group dies there (YOLOv8's C2f blocks: Split halves + bottleneck outputs).
+// Planes of 16x16 floats (1 KiB) keep the channel offsets aligned, so the planner may do it; the
+// variants around it must keep their copies. Every configuration against the reference.
+TEST(ConcatInPlace, SplitHalvesAndInPlaceChains) {
+  // `order` of the Concat's inputs; `late_read`: a split half is read again after the Concat;
+  // `nested`: the Concat is itself an input of a second Concat.
+  struct Case {
+    const char* what;
+    std::vector<int> order;  // 0, 1: the split halves; 2: the bottleneck's Add; 3: a half again
+    bool late_read, nested;
+    int in_place;  // expected concat inputs written in place (-1: not checked)
+  };
+  const Case cases[] = {
+      {"C2f: halves in order, then the residual Add", {0, 1, 2}, false, false, 3},
+      {"halves swapped", {1, 0, 2}, false, false, 1},
+      {"a half read after the Concat", {0, 1, 2}, true, false, 1},
+      {"a half twice", {0, 1, 3, 2}, false, false, 1},
+      {"the Add first, then the halves", {2, 0, 1}, false, false, 3},
+      {"nested Concats", {0, 1, 2}, false, true, 5},
+  };
+  for (const Case& c : cases) {
+    GraphGen g(40);
+    std::string x = g.input({1, 4, 16, 16});
+    std::string cv1 = g.activation(g.conv(x, 4, 1, 0, 1, true), 6);  // conv + SiLU
+    auto halves = g.split(cv1, 1, {2, 2});
+    std::string m = g.activation(g.conv(halves[1], 2, 3, 1, 1, true), 6);
+    std::string sum = g.add_values(halves[1], m, false);
+    std::vector<std::string> ins;
+    for (int k : c.order) ins.push_back(k == 0 ? halves[0] : k == 1 ? halves[1] : k == 2 ? sum : halves[0]);
+    std::string cat = g.concat(ins, 1);
+    if (c.nested) {
+      std::string z = g.activation(g.conv(x, 2, 1, 0, 1, false), 0);
+      cat = g.concat({cat, z}, 1);
+    }
+    g.output(g.conv(cat, 3, 1, 0, 1, true));
+    if (c.late_read) g.output(g.activation(halves[0], 2));
+    check_graph(g, c.what);
+    std::string bytes = g.m.bytes();
+    auto session = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    session.run(g.feeds);
+    const std::string plan = session.dump("plan.json");
+    if (c.in_place >= 0) {
+      EXPECT_EQ(plan_count(plan, "concat_inputs_in_place"), c.in_place) << c.what << "\n" << plan;
+    }
+  }
+}
+
 // A contiguous Slice becomes a view at an offset; a Squeeze or Reshape of it is a view of a view
 // (the Q/K/V split of an attention block: Slice -> Squeeze -> Transpose).
 TEST(Views, SliceViewThenSqueezeReshapeTranspose) {

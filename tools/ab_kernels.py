@@ -7,7 +7,11 @@ through OCL_INFER_KERNEL_DIR, so no rebuild is needed. The two trees run in alte
 (`ocl-infer MODEL --profile-csv`); for every launch the smallest device time over all rounds is
 kept, and launches above --min-us are printed with the ratio B/A, then the sums. Whole-model
 medians on a shared 2-core VM move by 20-30 % between runs; these per-launch minima repeat to a
-few percent, which is what a kernel change of 2-10 % needs. Needs no Python packages.
+few percent, which is what a kernel change of 2-10 % needs. Each tree first runs once unmeasured
+(its new programs compile then), and compile helpers are off (OCL_INFER_COMPILE_HELPERS=0): a
+helper still compiling one tree's kernels in the background slowed the other tree's rounds by up
+to 15 % and made unchanged kernels look faster in the tree measured second. Needs no Python
+packages.
 """
 import argparse
 import collections
@@ -22,7 +26,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def profile(binary, model, kernel_dir, iterations, extra):
     with tempfile.NamedTemporaryFile(suffix=".csv") as f:
-        env = dict(os.environ, OCL_INFER_KERNEL_DIR=kernel_dir)
+        env = dict(os.environ, OCL_INFER_KERNEL_DIR=kernel_dir, OCL_INFER_COMPILE_HELPERS="0")
         r = subprocess.run([binary, model, "--profile-csv", f.name, "--iterations", str(iterations)] + extra,
                            env=env, capture_output=True, text=True)
         if r.returncode != 0:
@@ -49,6 +53,8 @@ def main():
     best = {d: collections.defaultdict(lambda: float("inf")) for d in dirs}
     totals = {d: float("inf") for d in dirs}
     names = {}
+    for d in dirs:  # warm-up: compiles what the tree needs, not measured
+        profile(a.ocl_infer, a.model, d, 1, a.extra)
     for r in range(a.rounds):
         for d in dirs:
             total = 0.0

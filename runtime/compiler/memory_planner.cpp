@@ -194,40 +194,79 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
   // Lower bound before Concat elimination: the liveness of the tensors themselves.
   mp.lower_bound_bytes = lower_bound(mp);
 
-  // Concat elimination: an input that is its own storage group (not a view, not written in place,
-  // not pinned), dies at the Concat, and whose slice starts at an aligned offset joins the Concat output's group at
-  // that offset, so its producer writes straight into the concatenated tensor.
+  // Concat elimination: the storage group of a Concat input moves into the Concat output's group,
+  // so that its producers write straight into the concatenated tensor, when
+  //  - every input of the Concat in that group sits at its slice: one base offset B (aligned)
+  //    puts each of them at its offset in the output (a tensor and its contiguous Split views
+  //    given to the Concat in order, as in YOLO's C2f blocks, share one B), each stored as the
+  //    output is,
+  //  - the group's bytes [B, B + bytes) lie inside the output, covered by its inputs' slices,
+  //  - the group is not pinned, holds no graph input, and dies at the Concat: one read later
+  //    (DenseNet reads each feature map in every later Concat of its block) would keep the whole
+  //    output alive. An in-place chain (a conv, then an Add written over it) moves as a whole.
   for (size_t step = 0; step < device_nodes.size(); ++step) {
     const PlanNodeTraits& t = traits[step];
     if (!eliminate_concats || t.input_offsets.empty()) continue;
     const Node& n = g.nodes[device_nodes[step]];
     const int o = n.outputs.empty() ? -1 : n.outputs[0];
     if (!planned(o) || mp.group_of[o] < 0) continue;
+    const size_t out_bytes = value_bytes(g, storage, o);
+    auto at_of = [&](size_t k) { return k < t.input_offsets.size() ? t.input_offsets[k] : int64_t{-1}; };
+    std::vector<int> tried;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const int v = n.inputs[k];
-      const size_t vb = v >= 0 ? value_bytes(g, storage, v) : 0;
-      const int64_t at = k < t.input_offsets.size() ? t.input_offsets[k] : -1;
       ++mp.concat_inputs;
-      const size_t rel = at >= 0 ? static_cast<size_t>(at) : 0;
-      bool ok = at >= 0 && planned(v) && g.values[v].producer >= 0 && !pinned[v] && mp.group_of[v] >= 0 &&
-                mp.groups[mp.group_of[v]].values.size() == 1 && rel % mp.alignment == 0 && vb > 0 &&
-                mp.group_of[v] != mp.group_of[o] && offset_in_group[o] == 0 &&
-                // Only inputs that die at the Concat: one read later (DenseNet reads each feature
-                // map in every later Concat of its block) would keep the whole output alive.
-                mp.groups[mp.group_of[v]].last <= static_cast<int>(step);
-      for (size_t j = 0; ok && j < n.inputs.size(); ++j) ok = j == k || n.inputs[j] != v;
-      if (ok) {
-        StorageGroup& from = mp.groups[mp.group_of[v]];
-        const int to = mp.group_of[o];
-        mp.groups[to].first = std::min(mp.groups[to].first, from.first);
-        mp.groups[to].last = std::max(mp.groups[to].last, from.last);
-        mp.groups[to].values.push_back(v);
-        from.values.clear();
-        from.bytes = 0;
-        mp.group_of[v] = to;
-        offset_in_group[v] = rel;
-        mp.concat_in_place.push_back({static_cast<int>(step), static_cast<int>(k)});
+      const int v = n.inputs[k];
+      if (!planned(v) || mp.group_of[v] < 0 || offset_in_group[o] != 0) continue;
+      const int gid = mp.group_of[v];
+      if (gid == mp.group_of[o] || std::find(tried.begin(), tried.end(), gid) != tried.end()) continue;
+      tried.push_back(gid);
+      const StorageGroup& from = mp.groups[gid];
+      bool ok = !from.values.empty() && from.bytes > 0 && !group_pinned(gid) &&
+                from.last <= static_cast<int>(step);
+      size_t extent = from.bytes;  // the group's bytes, views at offsets included
+      for (int u : from.values) {
+        ok = ok && g.values[u].producer >= 0;
+        extent = std::max(extent, offset_in_group[u] + value_bytes(g, storage, u));
       }
+      // The inputs in this group and the base offset that places each at its slice.
+      std::vector<size_t> mine;
+      int64_t base = -1;
+      for (size_t j = 0; ok && j < n.inputs.size(); ++j) {
+        const int w = n.inputs[j];
+        if (!planned(w) || mp.group_of[w] != gid) continue;
+        const int64_t at = at_of(j);
+        const int64_t b = at - static_cast<int64_t>(offset_in_group[w]);
+        if (at < 0 || value_bytes(g, storage, w) == 0 || storage[w] != storage[o] || b < 0 ||
+            (base >= 0 && b != base))
+          ok = false;
+        base = b;
+        mine.push_back(j);
+      }
+      ok = ok && base >= 0 && static_cast<size_t>(base) % mp.alignment == 0 &&
+           static_cast<size_t>(base) + extent <= out_bytes;
+      // [base, base + extent) covered by this group's own slices, which the Concat keeps apart
+      // from every other input's slice (whether that one is known here or not, as a
+      // QLinearConcat operand that is requantized).
+      std::vector<std::pair<int64_t, int64_t>> spans;
+      for (size_t j : mine) spans.push_back({at_of(j), at_of(j) + static_cast<int64_t>(value_bytes(g, storage, n.inputs[j]))});
+      std::sort(spans.begin(), spans.end());
+      int64_t covered = base;
+      for (auto& [b, e] : spans)
+        if (b <= covered) covered = std::max(covered, e);
+      ok = ok && covered >= base + static_cast<int64_t>(extent);
+      if (!ok) continue;
+      const int to = mp.group_of[o];
+      StorageGroup& moved = mp.groups[gid];
+      mp.groups[to].first = std::min(mp.groups[to].first, moved.first);
+      mp.groups[to].last = std::max(mp.groups[to].last, moved.last);
+      for (int u : moved.values) {
+        mp.groups[to].values.push_back(u);
+        mp.group_of[u] = to;
+        offset_in_group[u] += static_cast<size_t>(base);
+      }
+      moved.values.clear();
+      moved.bytes = 0;
+      for (size_t j : mine) mp.concat_in_place.push_back({static_cast<int>(step), static_cast<int>(j)});
     }
   }
 
