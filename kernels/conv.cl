@@ -724,11 +724,13 @@ __attribute__((always_inline)) static inline void dw_segment(const __global XT* 
   pvec acc[SEG_MAX];
 #pragma unroll
   for (int j = 0; j < SEG_MAX; ++j) acc[j] = (pvec)b;
-  // Unrolled over kh too for float32 3x3 and smaller; larger kernels (5x5) and float16 loads
-  // exceed the compiler's unroll budget with the j and kw loops unrolled inside (it said so in a
-  // warning on every build, and left the loop rolled). With the F16C conversions the unrolled
-  // float16 version measured the same (mobilenet_v2, EfficientNet-Lite0).
-#if KH * KW <= 9 && !defined(XS_HALF)
+  // Unrolled over kh too for float32 3x3 and smaller, and for larger kernels on rows of at most
+  // two vectors (the taps' weights then stay in registers across the row: EfficientNet-Lite0's
+  // 5x5 layers on 7x7 and 14x14 planes 6-11 % faster); larger kernels on wider rows and float16
+  // loads exceed the compiler's unroll budget with the j and kw loops unrolled inside (it said so
+  // in a warning on every build, and left the loop rolled). With the F16C conversions the
+  // unrolled float16 version measured the same (mobilenet_v2, EfficientNet-Lite0).
+#if (KH * KW <= 9 || (!DW_RUNTIME && NBLK <= 2)) && !defined(XS_HALF)
 #pragma unroll
 #endif
   for (int kh = 0; kh < KH; ++kh) {

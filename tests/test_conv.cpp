@@ -340,6 +340,10 @@ TEST(Conv, DepthwiseMatchesReference) {
       {2, 40, 40, 40, {5, 3}, {3, 3}, {1, 2}, {1, 1}, {1, 0, 1, 1}},         // rows of 1 pixel
       {1, 3, 3, 3, {11, 20}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}},          // stride 3
       {1, 7, 7, 7, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {}, true, "SAME_UPPER"},
+      // Kernels above 3x3 on rows of one or two vectors: their kh loop is unrolled too.
+      {1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},         // EfficientNet's 7x7 planes
+      {1, 6, 6, 6, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},          // two vectors a row
+      {1, 5, 5, 5, {9, 11}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}},           // ConvNeXt-like 7x7
   };
   int k = 0;
   for (const ConvCase& c : cases)
@@ -372,6 +376,8 @@ TEST(Conv, DepthwiseQuickKernelGivesTheSameBits) {
       {{1, 4, 4, 4, {6, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "", true},   // rows of one vector
       {{1, 5, 5, 5, {9, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}}, "", false},  // loads over 2 rows
       {{1, 2, 2, 2, {2, 12}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}}, "", true},   // only checked rows
+      {{1, 24, 24, 24, {7, 7}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, ",owb=4", true},  // 5x5, kh unrolled
+      {{1, 6, 6, 6, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}}, "", false},
   };
   const auto same_bits = [](const Tensor& a, const Tensor& b) {
     return a.numel() == b.numel() && std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)) == 0;
