@@ -301,6 +301,8 @@ __kernel void ew_unary(__global const TA* a, __global TO* y, long n) {
   }
 #define CAT_EW_(a, b) a##b
 #define CAT_EW(a, b) CAT_EW_(a, b)
+#define EW_VEC_FN_(f, n) f##_float##n
+#define EW_VEC_FN(f, n) EW_VEC_FN_(f, n)
 #ifdef SA_HALF
 #define EW_LOAD_A EW_LOAD_CHUNK_VECTOR
 #else
@@ -327,8 +329,15 @@ __kernel void ew_unary_chunk(__global const TA* a, __global TO* y, long n) {
   CA x_[EW_CHUNK];
   EW_LOAD_A(x_, SA, a, i0, true)
   CO r_[EW_CHUNK];
+#ifdef ACTIVATION_VECTOR_FN
+  // An activation with whole-vector functions (activation.cl's <fn>_float4/8/16; float compute
+  // only): the chunk as one vector, the same per-lane operations as the scalar calls (YOLOv8n's
+  // Sigmoid over [1,80,8400], whose scalar calls LLVM left unvectorised).
+  CAT_EW(vstore, EW_CHUNK)(EW_VEC_FN(ACTIVATION_VECTOR_FN, EW_CHUNK)(CAT_EW(vload, EW_CHUNK)(0, x_)), 0, r_);
+#else
 #pragma unroll
   for (int k = 0; k < EW_CHUNK; ++k) r_[k] = (CO)(F(x_[k]));
+#endif
   EW_STORE_CHUNK(y, i0, r_);
 }
 #endif

@@ -177,9 +177,14 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
 
 void launch_activation(BuildContext& ctx, const ActivationDef& act, double alpha, double beta, const Operand& in,
                        const Operand& out) {
+  // Whole-vector functions for chunks of float32 / float16 values (computed in float).
+  const auto floaty = [](DType t) { return t == DType::Float32 || t == DType::Float16; };
+  const std::string vec = act.vector_fn && floaty(in.dtype) && floaty(out.dtype)
+                              ? std::string(" -DACTIVATION_VECTOR_FN=") + act.vector_fn
+                              : "";
   launch_elementwise(ctx, "ACTIVATION", {in}, out,
                      std::string(" -DACTIVATION=ACT_") + act.kernel + " -DALPHA=" + float_literal(alpha) +
-                         " -DBETA=" + float_literal(beta));
+                         " -DBETA=" + float_literal(beta) + vec);
 }
 
 namespace {
