@@ -101,23 +101,30 @@ TEST(Activations, ElementwiseMatchesReference) {
   std::vector<float> xs;
   for (float x = -8.f; x <= 8.f; x += 0.0625f) xs.push_back(x);
   for (float x : {-90.f, -50.f, -20.f, 20.f, 50.f, 90.f, 0.0f, -0.0f}) xs.push_back(x);
-  const int64_t n = static_cast<int64_t>(xs.size());
-  for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
-    if (op_of(a).empty() || !references().count(a->name)) continue;
-    const Reference& ref = references().at(a->name);
-    ModelBuilder m(ref.opset);
-    m.input("x", DType::Float32, {n}).output("y");
-    add_activation(m, a->name, ref, "x", "y");
-    Tensor x = make_tensor(DType::Float32, {n}, xs.data());
-    Tensor want = reference::unary(x, ref.f);
-    for (int level : {0, 1}) {
-      if (fp16_sampled_out(level + static_cast<int>(a - oi::activations()))) continue;
-      Tensor got = run(m, {{"x", x}}, level).out.at("y");
-      for (int64_t i = 0; i < n; ++i) {
-        const double w = want.data<float>()[i], g = got.data<float>()[i];
-        // fp16 mode: the output is stored once as float16 (one rounding of w on top).
-        const double storage = fp16_mode() ? half_rounding(w) : 0.0;
-        EXPECT_NEAR(g, w, 2e-6 * std::max(1.0, std::fabs(w)) + storage) << a->name << "(" << xs[i] << ")";
+  // 265 values (one per work-item), then 272 (chunks of 16 per work-item: ew_unary_chunk, whole
+  // vectors for rows with vector functions such as Sigmoid).
+  for (float x : {0x1p-10f, -0x1p-10f, 87.5f, -87.5f, 3.25f, -3.25f, 0.375f, 100.f, -100.f}) {  // exact in fp16
+    if (xs.size() % 16 == 0) break;
+    xs.push_back(x);
+  }
+  for (const int64_t n : {int64_t{265}, static_cast<int64_t>(xs.size())}) {
+    for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
+      if (op_of(a).empty() || !references().count(a->name)) continue;
+      const Reference& ref = references().at(a->name);
+      ModelBuilder m(ref.opset);
+      m.input("x", DType::Float32, {n}).output("y");
+      add_activation(m, a->name, ref, "x", "y");
+      Tensor x = make_tensor(DType::Float32, {n}, xs.data());
+      Tensor want = reference::unary(x, ref.f);
+      for (int level : {0, 1}) {
+        if (fp16_sampled_out(level + static_cast<int>(a - oi::activations()))) continue;
+        Tensor got = run(m, {{"x", x}}, level).out.at("y");
+        for (int64_t i = 0; i < n; ++i) {
+          const double w = want.data<float>()[i], g = got.data<float>()[i];
+          // fp16 mode: the output is stored once as float16 (one rounding of w on top).
+          const double storage = fp16_mode() ? half_rounding(w) : 0.0;
+          EXPECT_NEAR(g, w, 2e-6 * std::max(1.0, std::fabs(w)) + storage) << a->name << "(" << xs[i] << ")";
+        }
       }
     }
   }
