@@ -101,8 +101,8 @@ TEST(Activations, ElementwiseMatchesReference) {
   std::vector<float> xs;
   for (float x = -8.f; x <= 8.f; x += 0.0625f) xs.push_back(x);
   for (float x : {-90.f, -50.f, -20.f, 20.f, 50.f, 90.f, 0.0f, -0.0f}) xs.push_back(x);
-  // 265 values (one per work-item), then 272 (chunks of 16 per work-item: ew_unary_chunk, whole
-  // vectors for rows with vector functions such as Sigmoid).
+  // 265 values (one per work-item), then, for rows with vector functions such as Sigmoid, 272
+  // (chunks of 16 per work-item: ew_unary_chunk applies them to whole vectors).
   for (float x : {0x1p-10f, -0x1p-10f, 87.5f, -87.5f, 3.25f, -3.25f, 0.375f, 100.f, -100.f}) {  // exact in fp16
     if (xs.size() % 16 == 0) break;
     xs.push_back(x);
@@ -110,6 +110,7 @@ TEST(Activations, ElementwiseMatchesReference) {
   for (const int64_t n : {int64_t{265}, static_cast<int64_t>(xs.size())}) {
     for (const oi::ActivationDef* a = oi::activations(); a->name; ++a) {
       if (op_of(a).empty() || !references().count(a->name)) continue;
+      if (n % 16 == 0 && !a->vector_fn) continue;  // the chunk case is for the vector functions
       const Reference& ref = references().at(a->name);
       ModelBuilder m(ref.opset);
       m.input("x", DType::Float32, {n}).output("y");
