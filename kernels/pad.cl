@@ -71,8 +71,8 @@ __kernel void pad_rows(__global const E* restrict src, __global E* restrict dst,
     if (split) {
       // Padded column i goes to d[i / 2] (even i) or d[odd0 + i / 2] (odd i). Columns from the
       // first even one inside the row on, 32 at a time as two vectors split into their even and
-      // odd lanes (a stem's 640-wide rows: the scalar loop took ~2x as long); the ends and the
-      // padding one by one.
+      // odd lanes (YOLOv8n's 640-wide stem rows: 500-580 us for the copy, 890 us in the one
+      // noisy profile of the scalar loop); the ends and the padding one by one.
       const int odd0 = (padded + 1) / 2;
       int i = 0;
 #pragma clang loop unroll(disable) vectorize(disable)
