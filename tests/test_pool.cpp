@@ -128,9 +128,9 @@ TEST(Pool, MatchesReference) {
 }
 
 // A MaxPool of case c without indices, and its random input with ties and some -inf values.
-ModelBuilder maxpool_model(const PoolCase& c) {
+ModelBuilder maxpool_model(const PoolCase& c, DType t = DType::Float32) {
   ModelBuilder m;
-  m.input("x", DType::Float32, c.x).output("y");
+  m.input("x", t, c.x).output("y");
   auto& node = m.node("MaxPool", {"x"}, {"y"});
   attr_ints(node, "kernel_shape", c.k);
   attr_ints(node, "strides", c.s);
@@ -238,12 +238,7 @@ TEST(Pool, MaxPoolUint8) {
   PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
   Tensor x(DType::UInt8, c.x);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256);
-  ModelBuilder m;
-  m.input("x", DType::UInt8, c.x).output("y");
-  auto& node = m.node("MaxPool", {"x"}, {"y"});
-  attr_ints(node, "kernel_shape", c.k);
-  attr_ints(node, "strides", c.s);
-  attr_ints(node, "pads", c.pads);
+  ModelBuilder m = maxpool_model(c, DType::UInt8);
   auto ref = pool_reference(c, x).first;
   auto out = run_model(m, {{"x", x}});
   ASSERT_EQ(out.at("y").shape, ref.shape);
