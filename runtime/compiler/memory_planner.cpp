@@ -248,7 +248,8 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<int>& device_nodes,
       // from every other input's slice (whether that one is known here or not, as a
       // QLinearConcat operand that is requantized).
       std::vector<std::pair<int64_t, int64_t>> spans;
-      for (size_t j : mine) spans.push_back({at_of(j), at_of(j) + static_cast<int64_t>(value_bytes(g, storage, n.inputs[j]))});
+      for (size_t j : mine)
+        spans.push_back({at_of(j), at_of(j) + static_cast<int64_t>(value_bytes(g, storage, n.inputs[j]))});
       std::sort(spans.begin(), spans.end());
       int64_t covered = base;
       for (auto& [b, e] : spans)
