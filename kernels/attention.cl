@@ -24,8 +24,14 @@
 //   -DT=float|half (with half: -DS=F16)   storage of q, kt, v, an added mask and y
 //   -DVW=4|8|16                           vector width of the score and output loops
 //   -DRB=n                                query rows per work-item (CPU devices: 4)
-//   -DKT_GATHER                           Kt's keys have a stride (k_sn != 1): each work-item first
-//                                         copies its batch's [D, N] block into its scratch
+//   -DKT_GATHER                           Kt's keys have a stride (k_sn != 1), or are float16 on a
+//                                         CPU device: each work-item first
+//                                         copies its batch's [D, N] block into its scratch (float)
+//   -DF32_COPIES                          float16 storage on CPU devices: each work-item also copies
+//                                         its batch's values [N, DV] and, per block, its RB query
+//                                         rows into its scratch as float, so that the products
+//                                         read floats (a broadcast from memory per query element
+//                                         instead of a conversion and a shuffle at every use)
 #include "storage.cl"
 #ifndef S
 #define S F32
@@ -48,6 +54,16 @@
 #else
 #define KS S
 #define SC_ROWS RB
+#endif
+// The queries' and values' storage as the product loops read them.
+#ifdef F32_COPIES
+#define QS F32
+#define VS F32
+#define VT float
+#else
+#define QS S
+#define VS S
+#define VT T
 #endif
 
 #if defined(MASK_FILL_TRUE) || defined(MASK_FILL_FALSE)
@@ -149,7 +165,8 @@ void softmax_row(__global float* s, __global const MASK_T* mr, long N, long m_sn
 // Blocks of RB query rows of one batch, `bpg` blocks per work-item (global {groups, B2, B1}): each
 // key and value vector loaded once for a block's RB rows, as a GEMM's register block does. A
 // block's rows past M compute row M - 1 again and store nothing. `sc` holds RB rows of N floats
-// per work-item (and with KT_GATHER its [D, N] keys, gathered once for all its blocks).
+// per work-item (and with KT_GATHER its [D, N] keys, gathered once for all its blocks; with
+// F32_COPIES then its [N, DV] values and RB query rows of D, as float).
 __kernel void attention_rows(__global const T* q, __global const T* kt, __global const T* v,
                              __global const MASK_T* mask, __global T* y, __global float* sc, long M,
                              long N, long D, long DV, long q_off, long q_s1, long q_s2, long q_sm,
@@ -164,7 +181,12 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
   __global const T* qb = q + q_off + b1 * q_s1 + b2 * q_s2;
   __global const T* vb = v + v_off + b1 * v_s1 + b2 * v_s2;
   __global const MASK_T* mb = mask + b1 * m_s1 + b2 * m_s2;
-  __global float* s = sc + ((b1 * B2 + b2) * groups + grp) * SC_ROWS * N;
+#ifdef F32_COPIES
+  const long per = SC_ROWS * N + N * DV + RB * D;
+#else
+  const long per = SC_ROWS * N;
+#endif
+  __global float* s = sc + ((b1 * B2 + b2) * groups + grp) * per;
   __global T* yb = y + b1 * y_s1 + b2 * y_s2;
 #ifdef KT_GATHER
   // Kt's keys are not contiguous (K's rows, transposed by a view): copied into this work-item's
@@ -180,11 +202,42 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
   __global const T* kb = kt + k_off + b1 * k_s1 + b2 * k_s2;
   const long kd = k_sd;
 #endif
+#ifdef F32_COPIES
+  // The values as float [N, DV], once for all the work-item's blocks; the query rows per block.
+  __global float* vf = s + SC_ROWS * N;
+  __global float* qf = vf + N * DV;
+  for (long n = 0; n < N; ++n) {
+    long c = 0;
+    for (; c + VW <= DV; c += VW) AT(vstore, VW)(LDN(S, VW, vb + n * v_sn + c, 0), 0, vf + n * DV + c);
+    for (; c < DV; ++c) vf[n * DV + c] = LD(S, vb, n * v_sn + c);
+  }
+  __global const VT* vbx = vf;
+  const long vsn = DV;
+  __global const float* qbx = qf;
+  const long qsd = 1;
+#else
+  __global const VT* vbx = vb;
+  const long vsn = v_sn;
+  __global const T* qbx = qb;
+  const long qsd = q_sd;
+#endif
   for (long blk = first; blk < first + bpg && blk * RB < M; ++blk) {
     const long m0 = blk * RB;
     long rows[RB];
 #pragma unroll
     for (int r = 0; r < RB; ++r) rows[r] = min(m0 + r, M - 1);
+    // Where each block row's query starts in qbx (elements).
+    long qrow[RB];
+#ifdef F32_COPIES
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      for (long d = 0; d < D; ++d) qf[r * D + d] = LD(S, qb, rows[r] * q_sm + d * q_sd);
+      qrow[r] = r * D;
+    }
+#else
+#pragma unroll
+    for (int r = 0; r < RB; ++r) qrow[r] = rows[r] * q_sm;
+#endif
 
     // Scores: two vectors of keys at a time, then one, then four, then one by one.
     long n = 0;
@@ -196,7 +249,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
         const vecf k0 = LDN(KS, VW, kb + d * kd + n, 0), k1 = LDN(KS, VW, kb + d * kd + n + VW, 0);
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
-          const vecf qd = (vecf)LD(S, qb, rows[r] * q_sm + d * q_sd);
+          const vecf qd = (vecf)LD(QS, qbx, qrow[r] + d * qsd);
           a0[r] = fma(qd, k0, a0[r]);
           a1[r] = fma(qd, k1, a1[r]);
         }
@@ -214,7 +267,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
       for (long d = 0; d < D; ++d) {
         const vecf k0 = LDN(KS, VW, kb + d * kd + n, 0);
 #pragma unroll
-        for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)LD(QS, qbx, qrow[r] + d * qsd), k0, a0[r]);
       }
 #pragma unroll
       for (int r = 0; r < RB; ++r) AT(vstore, VW)(a0[r], 0, s + r * N + n);
@@ -227,7 +280,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
       for (long d = 0; d < D; ++d) {
         const float4 k0 = LDN(KS, 4, kb + d * kd + n, 0);
 #pragma unroll
-        for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma((float4)LD(QS, qbx, qrow[r] + d * qsd), k0, a0[r]);
       }
 #pragma unroll
       for (int r = 0; r < RB; ++r) vstore4(a0[r], 0, s + r * N + n);
@@ -240,7 +293,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
       for (long d = 0; d < D; ++d) {
         const float k0 = LD(KS, kb, d * kd + n);
 #pragma unroll
-        for (int r = 0; r < RB; ++r) a0[r] = fma(LD(S, qb, rows[r] * q_sm + d * q_sd), k0, a0[r]);
+        for (int r = 0; r < RB; ++r) a0[r] = fma(LD(QS, qbx, qrow[r] + d * qsd), k0, a0[r]);
       }
 #pragma unroll
       for (int r = 0; r < RB; ++r) s[r * N + n] = a0[r];
@@ -255,7 +308,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = a1[r] = (vecf)0.0f;
       for (long k = 0; k < N; ++k) {
-        const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0), v1 = LDN(S, VW, vb + k * v_sn + c + VW, 0);
+        const vecf v0 = LDN(VS, VW, vbx + k * vsn + c, 0), v1 = LDN(VS, VW, vbx + k * vsn + c + VW, 0);
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
           const vecf p = (vecf)s[r * N + k];
@@ -273,7 +326,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = (vecf)0.0f;
       for (long k = 0; k < N; ++k) {
-        const vecf v0 = LDN(S, VW, vb + k * v_sn + c, 0);
+        const vecf v0 = LDN(VS, VW, vbx + k * vsn + c, 0);
 #pragma unroll
         for (int r = 0; r < RB; ++r) a0[r] = fma((vecf)s[r * N + k], v0, a0[r]);
       }
@@ -285,7 +338,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = (float4)0.0f;
       for (long k = 0; k < N; ++k) {
-        const float4 v0 = LDN(S, 4, vb + k * v_sn + c, 0);
+        const float4 v0 = LDN(VS, 4, vbx + k * vsn + c, 0);
 #pragma unroll
         for (int r = 0; r < RB; ++r) a0[r] = fma((float4)s[r * N + k], v0, a0[r]);
       }
@@ -297,7 +350,7 @@ __kernel void attention_rows(__global const T* q, __global const T* kt, __global
 #pragma unroll
       for (int r = 0; r < RB; ++r) a0[r] = 0.0f;
       for (long k = 0; k < N; ++k) {
-        const float v0 = LD(S, vb, k * v_sn + c);
+        const float v0 = LD(VS, vbx, k * vsn + c);
 #pragma unroll
         for (int r = 0; r < RB; ++r) a0[r] = fma(s[r * N + k], v0, a0[r]);
       }

@@ -190,9 +190,13 @@ void attention_build(BuildContext& ctx) {
   const int64_t rb = ctx.caps().cpu_shaped() ? 4 : 1, blocks = (M + rb - 1) / rb;
   opts += " -DRB=" + std::to_string(rb);
   // Keys that are not contiguous along N (K's rows transposed by a view) are gathered into each
-  // work-item's scratch first.
-  const bool gather = ks[3] != 1;
+  // work-item's scratch first. Float16 operands on CPU devices go there as float, the values and
+  // query rows too (F32_COPIES): read as halves, each use cost a conversion, and each query element
+  // a shuffle to broadcast it (ViT-B/16's attention took 1.38x its float32 time).
+  const bool copies = st == DType::Float16 && ctx.caps().cpu_shaped();
+  const bool gather = ks[3] != 1 || copies;
   if (gather) opts += " -DKT_GATHER";
+  if (copies) opts += " -DF32_COPIES";
   // A work-item takes one row block, or with gathered keys (copied once per work-item) as many
   // as leave two work-items per compute unit: a GPT-style decoder's attention 55 -> 20 us.
   int64_t groups = blocks;
@@ -202,7 +206,9 @@ void attention_build(BuildContext& ctx) {
   }
   const int64_t bpg = (blocks + groups - 1) / groups;
   groups = (blocks + bpg - 1) / bpg;
-  const Operand scores = ctx.workspace(DType::Float32, {ob[0] * ob[1] * groups * (rb + (gather ? D : 0)), N});
+  // Per work-item: RB rows of scores, the gathered keys, the copied values and query rows.
+  const int64_t per = (rb + (gather ? D : 0)) * N + (copies ? N * DV + rb * D : 0);
+  const Operand scores = ctx.workspace(DType::Float32, {ob[0] * ob[1] * groups, per});
   cl_mem mask_buf = mask.empty() ? ctx.in_buf(0) : ctx.in_buf(3);
   ctx.launch("attention", "attention_rows", opts,
              {static_cast<size_t>(groups), static_cast<size_t>(ob[1]), static_cast<size_t>(ob[0])},
