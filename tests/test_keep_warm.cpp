@@ -67,6 +67,63 @@ TEST(KeepWarm, OutstandingMarkersStayBounded) {
   EXPECT_EQ(off.enqueued(), 0u);
 }
 
+// The automatic choice: runs alternate between the markers and none (half each), and after
+// kTrialRuns the setting with the smaller median stays; markers only when faster by over 3 %.
+TEST(KeepWarm, AdaptiveTrialKeepsTheFasterSetting) {
+  oi::ClRuntime rt(oi::select_device(""), "off", nullptr);
+  bool adaptive = false;
+  unsetenv("OCL_INFER_KEEP_WARM");
+  std::string why;
+  EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 2, &why, &adaptive), 12);
+  EXPECT_TRUE(adaptive);
+  EXPECT_NE(why.find("try them against none"), std::string::npos) << why;
+  EXPECT_EQ(oi::KeepWarm::resolve(6, true, 2, nullptr, &adaptive), 6);
+  EXPECT_FALSE(adaptive);  // a count that was asked for is not second-guessed
+  EXPECT_EQ(oi::KeepWarm::resolve(-1, true, 1, nullptr, &adaptive), 0);
+  EXPECT_FALSE(adaptive);
+
+  const int plan_a = 0, plan_b = 0;
+  // ms(with markers), ms(without) -> markers kept?
+  const struct {
+    double on, off;
+    bool kept;
+  } cases[] = {{2.0, 1.0, false}, {1.0, 2.0, true}, {1.0, 1.01, false}, {0.5, 0.6, true}};
+  for (const auto& c : cases) {
+    oi::KeepWarm warm(rt, 4, true);
+    ASSERT_EQ(warm.trial_runs_left(), oi::KeepWarm::kTrialRuns);
+    // A plan change restarts the trial.
+    warm.begin(10);
+    warm.record_run(&plan_b, 9.0);
+    EXPECT_EQ(warm.trial_runs_left(), oi::KeepWarm::kTrialRuns - 1);
+    std::string decided;
+    int with_runs = 0;
+    for (int run = 0; run < oi::KeepWarm::kTrialRuns; ++run) {
+      warm.begin(10);
+      for (int l = 0; l < 10; ++l) warm.feed();
+      warm.end();
+      const bool with = warm.markers_this_run() == 4;
+      EXPECT_TRUE(with || warm.markers_this_run() == 0) << warm.markers_this_run();
+      with_runs += with;
+      EXPECT_TRUE(decided.empty());
+      decided = warm.record_run(&plan_a, with ? c.on : c.off);
+      EXPECT_EQ(warm.trial_runs_left(), run + 1 < oi::KeepWarm::kTrialRuns ? oi::KeepWarm::kTrialRuns - run - 1 : 0);
+    }
+    EXPECT_EQ(with_runs, oi::KeepWarm::kTrialRuns / 2);  // half of the runs each way
+    EXPECT_FALSE(decided.empty());
+    EXPECT_EQ(warm.markers_per_launch(), c.kept ? 4 : 0) << decided;
+    EXPECT_NE(decided.find(c.kept ? "kept" : "off from now on"), std::string::npos) << decided;
+    // Decided: later runs (of any plan) keep the setting, and record nothing more.
+    for (int run = 0; run < 4; ++run) {
+      warm.begin(10);
+      for (int l = 0; l < 10; ++l) warm.feed();
+      warm.end();
+      EXPECT_EQ(warm.markers_this_run(), c.kept ? 4 : 0);
+      EXPECT_EQ(warm.record_run(&plan_b, 1.0), "");
+      EXPECT_EQ(warm.trial_runs_left(), 0);
+    }
+  }
+}
+
 // Twelve 3x3 convolutions with ReLU: a dozen kernel boundaries per run.
 ModelBuilder conv_chain(std::mt19937& rng, std::vector<Tensor>* weights, std::vector<Tensor>* biases) {
   ModelBuilder m(13);
@@ -95,6 +152,20 @@ TEST(KeepWarm, SameBitsWithAndWithout) {
   auto without = open_session(m, off);
   EXPECT_EQ(with.stats().keep_warm, 8);
   EXPECT_EQ(without.stats().keep_warm, 0);
+  // The default: on a CPU device with two or more compute units, markers tried against none on
+  // the runs after the first; the session reports the trial and the choice, with the same bits.
+  auto chosen = open_session(m, ocl_infer::SessionOptions{});
+  const bool trial = chosen.stats().keep_warm > 0;
+  EXPECT_EQ(chosen.stats().keep_warm_trial_runs, trial ? oi::KeepWarm::kTrialRuns : 0);
+  for (int run = 0; run < 30; ++run) {
+    const Tensor x = random_tensor({1, 8, 14, 14}, rng);
+    EXPECT_EQ(chosen.run({{"x", x}}).at("y").bytes, without.run({{"x", x}}).at("y").bytes) << "run " << run;
+  }
+  // (A plan replaced after the first run, as by a tier-up, restarts the trial: 30 runs cover it.)
+  EXPECT_EQ(chosen.stats().keep_warm_trial_runs, 0);
+  if (trial) {
+    EXPECT_TRUE(chosen.stats().keep_warm == 0 || chosen.stats().keep_warm == 12) << chosen.stats().keep_warm;
+  }
   for (int run = 0; run < 30; ++run) {
     const Tensor x = random_tensor({1, 8, 14, 14}, rng);
     const Tensor got = with.run({{"x", x}}).at("y");

@@ -774,7 +774,11 @@ int measure(ocl_infer::Session& s, Args& a) {
   auto t0 = std::chrono::steady_clock::now();
   s.run(feeds);
   double first_ms = since_ms(t0);
+  int warmup = a.warmup;
   for (int i = 0; i < a.warmup; ++i) s.run(feeds);
+  // The automatic keep-warm trial (its runs alternate with and without markers) is warm-up too.
+  if (a.bench)
+    for (int extra = 0; s.stats().keep_warm_trial_runs > 0 && extra < 64; ++extra, ++warmup) s.run(feeds);
   const bool progress = isatty(2) || a.verbose;
   auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -806,7 +810,7 @@ int measure(ocl_infer::Session& s, Args& a) {
     double throughput = static_cast<double>(v.size() * batch) / total_s;
     if (a.json) {
       std::cout << "{\"model\": \"" << json_escape(a.model) << "\", \"device\": \"" << json_escape(s.device().name)
-                << "\", \"precision\": \"" << precision_name(a.precision) << "\", \"iterations\": " << v.size() << ", \"warmup\": " << a.warmup << ", \"batch\": " << batch
+                << "\", \"precision\": \"" << precision_name(a.precision) << "\", \"iterations\": " << v.size() << ", \"warmup\": " << warmup << ", \"batch\": " << batch
                 << ", \"min_ms\": " << v.front() << ", \"median_ms\": " << pct(0.5) << ", \"p90_ms\": " << pct(0.9)
                 << ", \"max_ms\": " << v.back() << ", \"throughput_per_s\": " << throughput
                 << ", \"first_inference_ms\": " << first_ms << ", \"plan_ms\": " << s.stats().plan_ms
@@ -820,7 +824,7 @@ int measure(ocl_infer::Session& s, Args& a) {
                 << precision_name(a.precision) << "\nkeep-warm:  "
                 << (s.stats().keep_warm ? std::to_string(s.stats().keep_warm) + " markers per kernel launch" : "off")
                 << "\n";
-      std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), a.warmup, static_cast<long long>(batch));
+      std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), warmup, static_cast<long long>(batch));
       std::cout << line;
       std::snprintf(line, sizeof line, "latency:    min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", v.front(), pct(0.5), pct(0.9), v.back());
       std::cout << line;

@@ -198,8 +198,9 @@ struct SessionOptions {
   // Idle-worker markers per kernel launch (see docs/cli.md, "Kernel boundaries on CPU devices"): a
   // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
   // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when
-  // set, else 6 on CPU devices with two or more compute units and 0 elsewhere; 0: off. Not used on
-  // a plan's first run (its kernels are being compiled then).
+  // set, else on CPU devices with two or more compute units 12, tried against none on the runs
+  // after the first (Stats::keep_warm_trial_runs) and kept only where faster, and 0 elsewhere;
+  // 0: off. Not used on a plan's first run (its kernels are being compiled then).
   int keep_warm = -1;
   // Model inputs whose values decide shapes or control flow (a Reshape's shape, an If's condition
   // such as a sample rate) are folded into the plan when they have at most this many elements:
@@ -276,6 +277,10 @@ struct SessionStats {
   double tuning_seconds = 0, heuristic_kernel_ms = 0, tuned_kernel_ms = 0;
   std::string tuning_cache;  // the tuning cache file in use ("" when none)
   int keep_warm = 0;         // idle-worker markers per kernel launch in use (0: off)
+  // Runs left in the automatic keep-warm trial (SessionOptions::keep_warm = -1 on CPU devices: the
+  // first runs after the first alternate between markers and none; then the faster stays), 0 when
+  // decided or set. A benchmark's warm-up should cover them.
+  int keep_warm_trial_runs = 0;
 };
 
 // One kernel launch of a plan, as measured by the profiler.

@@ -247,6 +247,7 @@ class PySession {
     d["tuned_kernel_ms"] = s.tuned_kernel_ms;
     d["tuning_cache"] = s.tuning_cache;
     d["keep_warm"] = s.keep_warm;
+    d["keep_warm_trial_runs"] = s.keep_warm_trial_runs;
     return d;
   }
 

@@ -1,6 +1,7 @@
 #include "runtime/backend/keep_warm.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 namespace oi {
@@ -11,10 +12,11 @@ constexpr uint64_t kCheckpointEvery = 16;
 
 }  // namespace
 
-int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, std::string* why) {
+int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, std::string* why, bool* adaptive) {
   auto say = [&](const std::string& s) {
     if (why) *why = s;
   };
+  if (adaptive) *adaptive = false;
   if (requested >= 0) {
     say("set by the session options");
     return std::min(requested, 1000);
@@ -35,17 +37,57 @@ int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, st
   // took longer than the Zen 5 machine's 0.7 us and 6 ran out before the next kernel came; CNNs
   // (mobilenet_v2, squeezenet1_1, EfficientNet-Lite0) and a BERT-like encoder within noise of 6
   // (2-core AMD EPYC Zen 3, PoCL 3.1).
-  return cpu_device && compute_units >= 2 ? 12 : 0;
+  const int n = cpu_device && compute_units >= 2 ? 12 : 0;
+  if (adaptive && n > 0) {
+    *adaptive = true;
+    if (why) *why += "; the first " + std::to_string(kTrialRuns) + " runs after the first try them against none";
+  }
+  return n;
 }
 
-KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch) : per_launch_(std::max(markers_per_launch, 0)) {
+KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch, bool adaptive)
+    : per_launch_(std::max(markers_per_launch, 0)), adaptive_(adaptive && markers_per_launch > 0) {
   if (per_launch_ == 0) return;
   cl_int err = CL_SUCCESS;
   queue_ = clCreateCommandQueue(cl.context(), cl.device(), 0, &err);
   if (err != CL_SUCCESS || !queue_) {
     queue_ = nullptr;
     per_launch_ = 0;
+    adaptive_ = false;
   }
+}
+
+int KeepWarm::trial_runs_left() const {
+  if (!adaptive_) return 0;
+  return kTrialRuns - static_cast<int>(trial_on_.size() + trial_off_.size());
+}
+
+std::string KeepWarm::record_run(const void* plan, double ms) {
+  if (!adaptive_) return "";
+  if (plan != trial_plan_) {
+    trial_plan_ = plan;
+    trial_on_.clear();
+    trial_off_.clear();
+  }
+  // begin() chose this run's setting from the runs recorded before it.
+  (run_markers_ > 0 ? trial_on_ : trial_off_).push_back(ms);
+  if (trial_runs_left() > 0) return "";
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  };
+  const double on = median(trial_on_), off = median(trial_off_);
+  const int tried = per_launch_;
+  adaptive_ = false;
+  // Markers stay only where they were faster by more than the noise of a few runs: without them
+  // the host does less per launch.
+  if (!(on < 0.97 * off)) per_launch_ = 0;
+  char line[200];
+  std::snprintf(line, sizeof line, "%d idle-worker markers per kernel launch: median %.3f ms over %zu runs, without "
+                "%.3f ms over %zu: %s", tried, on, trial_on_.size(), off, trial_off_.size(),
+                per_launch_ ? "kept" : "off from now on");
+  return line;
 }
 
 KeepWarm::~KeepWarm() {
@@ -73,19 +115,22 @@ void KeepWarm::begin(size_t launches) {
   if (!queue_) return;
   poll();
   const uint64_t pending = enqueued_ - completed_;
-  const uint64_t want = static_cast<uint64_t>(per_launch_) * launches;
+  // The adaptive trial alternates: with markers while they have no more runs than none.
+  run_markers_ = adaptive_ && trial_on_.size() > trial_off_.size() ? 0 : per_launch_;
+  const uint64_t want = static_cast<uint64_t>(run_markers_) * launches;
   budget_ = want > pending ? want - pending : 0;
 }
 
 void KeepWarm::feed() {
   if (!queue_) return;
-  for (int i = 0; i < per_launch_ && budget_ > 0; ++i, --budget_) {
+  for (int i = 0; i < run_markers_ && budget_ > 0; ++i, --budget_) {
     const bool checkpoint = (enqueued_ + 1) % kCheckpointEvery == 0;
     cl_event ev = nullptr;
     if (clEnqueueMarkerWithWaitList(queue_, 0, nullptr, checkpoint ? &ev : nullptr) != CL_SUCCESS) {
       // Only an optimisation: stop feeding; what is queued completes on its own.
       budget_ = 0;
-      per_launch_ = 0;
+      per_launch_ = run_markers_ = 0;
+      adaptive_ = false;
       clFlush(queue_);
       return;
     }

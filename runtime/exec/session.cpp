@@ -197,10 +197,12 @@ struct Session::Impl {
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
     log("device capabilities: " + cl->caps().summary());
     std::string warm_why;
+    bool warm_adaptive = false;
     const int markers = oi::KeepWarm::resolve(options.keep_warm, cl->caps().is_cpu(), cl->caps().compute_units,
-                                              &warm_why);
-    warm = std::make_unique<oi::KeepWarm>(*cl, markers);
+                                              &warm_why, &warm_adaptive);
+    warm = std::make_unique<oi::KeepWarm>(*cl, markers, warm_adaptive);
     stats.keep_warm = warm->markers_per_launch();
+    stats.keep_warm_trial_runs = warm->trial_runs_left();
     if (warm_why.find("is not a count") != std::string::npos) log("warning: " + warm_why);
     log("keep-warm: " + (stats.keep_warm ? std::to_string(stats.keep_warm) + " idle-worker markers per kernel launch"
                                          : std::string("off")) +
@@ -656,8 +658,17 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   oi::KeepWarm* warm = s.plan_ran ? s.warm.get() : nullptr;
   s.plan_ran = true;
   std::map<std::string, Tensor> out;
+  const auto run_start = std::chrono::steady_clock::now();
   if (!s.options.profiling) {
     out = oi::execute(*s.plan, *s.cl, ins, nullptr, fetch, warm);
+    if (warm) {
+      // The adaptive keep-warm trial (runtime/backend/keep_warm.hpp) times whole runs; profiled
+      // runs (events on every kernel) do not count.
+      const std::string decided = warm->record_run(s.plan.get(), ms_since(run_start));
+      s.stats.keep_warm = warm->markers_per_launch();
+      s.stats.keep_warm_trial_runs = warm->trial_runs_left();
+      if (!decided.empty()) s.log("keep-warm: " + decided);
+    }
   } else {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<cl_event> events;
