@@ -199,7 +199,7 @@ struct SessionOptions {
   // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
   // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when
   // set, else on CPU devices with two or more compute units 12, tried against none on the runs
-  // after the first (Stats::keep_warm_trial_runs) and kept only where faster, and 0 elsewhere;
+  // after the first (Stats::keep_warm_trial_runs) and dropped where slower, and 0 elsewhere;
   // 0: off. Not used on a plan's first run (its kernels are being compiled then).
   int keep_warm = -1;
   // Model inputs whose values decide shapes or control flow (a Reshape's shape, an If's condition

@@ -80,9 +80,9 @@ std::string KeepWarm::record_run(const void* plan, double ms) {
   const double on = median(trial_on_), off = median(trial_off_);
   const int tried = per_launch_;
   adaptive_ = false;
-  // Markers stay only where they were faster by more than the noise of a few runs: without them
-  // the host does less per launch.
-  if (!(on < 0.97 * off)) per_launch_ = 0;
+  // Markers stay unless they were slower: where they pay for CNNs it is by a few percent
+  // (resnet18 2-3 % on this Xeon), where they cost it is by far more (the GPT-style decoder 2.3x).
+  if (on > off) per_launch_ = 0;
   char line[200];
   std::snprintf(line, sizeof line, "%d idle-worker markers per kernel launch: median %.3f ms over %zu runs, without "
                 "%.3f ms over %zu: %s", tried, on, trial_on_.size(), off, trial_off_.size(),

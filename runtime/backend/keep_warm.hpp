@@ -22,7 +22,7 @@
 // GPT-style decoder of 18 kernels of 1-5 us took 0.63 ms (median) with 12 markers against 0.27
 // with none: each marker cost ~1.7 us there, on the host and on the workers. So where no count is
 // set (adaptive), the first kTrialRuns runs of a plan after its first alternate between the
-// markers and none, and whichever gave the smaller median wall time stays.
+// markers and none, and the markers stay unless their median wall time was the larger.
 #pragma once
 
 #include <cstdint>
