@@ -54,6 +54,12 @@ g4 = helper.make_graph([helper.make_node("ReduceMean", ["x"], ["m"], axes=[2], k
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, "w"])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "w", 3])])
 onnx.save(helper.make_model(g4, opset_imports=[helper.make_opsetid("", 13)]), w + "/sequence.onnx")
+# Two inputs: --input FILE without a name is ambiguous there.
+g5 = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g",
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 4, 4]) for n in ("a", "b")],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+onnx.save(helper.make_model(g5, opset_imports=[helper.make_opsetid("", 13)]), w + "/two_inputs.onnx")
+np.save(w + "/ones.npy", np.ones((1, 3, 4, 4), np.float32) * -2)
 PY
 fail=0
 expect() {  # expect CODE PATTERN -- ARGS...
@@ -148,6 +154,12 @@ assert all(len(l.split("\t")) == 6 for l in lines[1:] if l), lines
 PY
 # And the good case works and writes the output.
 "$bin" $w/good.onnx --input x=$w/x.npy --output-dir $w/o 2>/dev/null && [ -f $w/o/y.npy ] || { echo "FAIL: good model"; fail=$((fail+1)); }
+# --input FILE names the model's only input; with two inputs it is an error naming them.
+"$bin" $w/good.onnx --input $w/ones.npy --output-dir $w/of 2>/dev/null && /usr/bin/python3 -c '
+import sys, numpy as np; y = np.load(sys.argv[1]); assert y.shape == (1, 3, 4, 4) and (y == 0).all(), y' $w/of/y.npy \
+  && echo "ok: --input FILE for a one-input model" || { echo "FAIL: --input FILE"; fail=$((fail+1)); }
+expect 2 "the model has 2 inputs (a, b); give each as --input NAME=FILE" -- $w/two_inputs.onnx --input $w/x.npy --output-dir $w/o
+expect 2 "input 'x' given twice" -- $w/good.onnx --input $w/x.npy --input x=$w/x.npy --output-dir $w/o
 # Overflow in a float16 model runs (infinity is float16's answer) but is reported.
 err=$("$bin" $w/overflow16.onnx --input x=$w/x16.npy --output-dir $w/o16 2>&1 >/dev/null); rc=$?
 if [ $rc != 0 ] || ! grep -q "warning: output 'y' has 2 of 4 values that are NaN or infinite (float16 holds at most 65504" <<<"$err"; then

@@ -39,7 +39,8 @@ const char* kUsage = R"(usage:
   ocl-infer MODEL.onnx --input NAME=FILE ... --output-dir DIR
                                                       run on .npy / TensorProto .pb tensors and
                                                       write every output to DIR/<name>.npy
-  ocl-infer tune MODEL.onnx [--budget S] [--input NAME=FILE ... | IMAGE] [options]
+                                                      (--input FILE: the model's only input)
+  ocl-infer tune MODEL.onnx [--budget S] [--input [NAME=]FILE ... | IMAGE] [options]
                                                       measure the kernel variants of every conv,
                                                       gemm, pool and norm problem of the model on
                                                       this device and save the fastest to the
@@ -272,11 +273,13 @@ Args parse(int argc, char** argv) {
     }
     else if (s == "--device") a.device = value();
     else if (s == "--input") {
+      // NAME=FILE, or FILE alone for a model with one input (the name is looked up once the
+      // model is loaded). A FILE that exists as given is taken whole even if it holds a '='.
       std::string v = value();
-      auto eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        throw UsageError("--input takes NAME=FILE, got '" + v + "'");
-      a.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || access(v.c_str(), F_OK) == 0) a.inputs.push_back({"", v});
+      else if (eq == 0 || eq + 1 == v.size()) throw UsageError("--input takes NAME=FILE or FILE, got '" + v + "'");
+      else a.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (s == "--output-dir") a.output_dir = value();
     else if (s == "--labels") a.labels = value();
     else if (s == "--top") a.top = parse_int(s, value(), 1, 100000), a.top_given = true;
@@ -395,7 +398,7 @@ Args parse(int argc, char** argv) {
     throw UsageError("--check-precision is a mode of its own (not with --bench, --profile or --dump)");
   if (a.measuring() || a.check_precision) return a;
   if (!a.dump.empty() && a.images.empty() && a.inputs.empty()) return a;
-  if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input NAME=FILE");
+  if (a.images.empty() && a.inputs.empty()) throw UsageError("give images to classify, or --input [NAME=]FILE");
   if (!a.images.empty() && !a.inputs.empty()) throw UsageError("give either images or --input tensors, not both");
   if (!a.inputs.empty() && a.output_dir.empty() && a.dump.empty()) throw UsageError("--input needs --output-dir DIR");
   if (!a.fetch.empty() && (a.inputs.empty() || a.output_dir.empty()))
@@ -506,12 +509,28 @@ int list_ops(const Args& a) {
   return 0;
 }
 
-int run_tensors(ocl_infer::Session& s, const Args& a) {
+// The --input tensors by input name; a FILE given without NAME= goes to the model's only input.
+std::map<std::string, Tensor> input_feeds(const ocl_infer::Session& s, const Args& a) {
   std::map<std::string, Tensor> feeds;
-  for (auto& [name, file] : a.inputs) {
+  for (const auto& [given, file] : a.inputs) {
+    std::string name = given;
+    if (name.empty()) {
+      if (s.inputs().size() != 1) {
+        std::string names;
+        for (const auto& in : s.inputs()) names += (names.empty() ? "" : ", ") + in.name;
+        throw UsageError("--input " + file + ": the model has " + std::to_string(s.inputs().size()) +
+                         " inputs (" + names + "); give each as --input NAME=FILE");
+      }
+      name = s.inputs()[0].name;
+    }
     if (feeds.count(name)) throw UsageError("input '" + name + "' given twice");
     feeds[name] = cli::read_tensor_file(file);
   }
+  return feeds;
+}
+
+int run_tensors(ocl_infer::Session& s, const Args& a) {
+  std::map<std::string, Tensor> feeds = input_feeds(s, a);
   ocl_infer::RunOptions ro;
   ro.fetch = a.fetch;
   auto outs = s.run(feeds, ro);
@@ -674,10 +693,7 @@ int detect(ocl_infer::Session& s, const Args& a) {
 // Inputs for --bench/--profile: given tensors, the first image, or random data.
 std::map<std::string, Tensor> measurement_inputs(ocl_infer::Session& s, Args& a) {
   std::map<std::string, Tensor> feeds;
-  if (!a.inputs.empty()) {
-    for (auto& [name, file] : a.inputs) feeds[name] = cli::read_tensor_file(file);
-    return feeds;
-  }
+  if (!a.inputs.empty()) return input_feeds(s, a);
   if (!a.images.empty()) {
     const auto& in = s.inputs().at(0);
     if (in.shape.size() == 4) crop_to_model_input(a, in.shape);
