@@ -25,6 +25,10 @@ got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
 assert got.shape == want.shape and np.abs(got - want).max() <= 1e-4 * max(1, np.abs(want).max()), np.abs(got - want).max()
 PY
 
+step "tensors in, .npy out: a one-input model's input without its name"
+"$cli" "$models/squeezenet1_1.onnx" --input "$models/squeezenet1_1.input.npy" --output-dir "$work/out1"
+cmp "$work/out/logits.npy" "$work/out1/logits.npy"
+
 step "fp16 storage, and its per-node check"
 "$cli" "$models/squeezenet1_1.onnx" "$models/dog.jpg" --precision fp16 --top 3 > "$work/o.txt"; grep -q "1\." "$work/o.txt"
 "$cli" "$models/squeezenet1_1.onnx" --check-precision fp16 --input "input=$models/squeezenet1_1.input.npy" \
