@@ -67,9 +67,9 @@ __kernel void gemm_f32_packed(__global const STORE_TYPE(AS)* restrict A, int a_r
   // Float16 A contiguous along k: 16 k of a row converted as one vector into private memory, then
   // read element by element with a k that the loop leaves in a register, so that each is a
   // broadcast from memory as in float32 (kept in registers, the 16 x 8 lanes were broadcast by
-  // shuffles that take the FMAs' port: a [197, 768] x [768, 2304] product 9 % slower), then 4 at
-  // a time, all in the same k order as below (so the same sums). One conversion per element and
-  // row made ViT-B/16's float16 run 2x its float32 time.
+  // shuffles that take the FMAs' port: a [197, 768] x [768, 2304] product 9 % slower); the last
+  // K % 16 go through the loop below, in the same k order (so the same sums). One conversion per
+  // element and row throughout made ViT-B/16's float16 run 2x its float32 time.
   if (a_ks == 1) {
     for (; k + 16 <= K; k += 16, ak += 16) {
       float16 at16[MR];
@@ -78,22 +78,6 @@ __kernel void gemm_f32_packed(__global const STORE_TYPE(AS)* restrict A, int a_r
       const float(*at)[16] = (const float(*)[16])at16;
 #pragma unroll 2
       for (int kk = 0; kk < 16; ++kk) {
-        vec bv[NV];
-#pragma unroll
-        for (int v = 0; v < NV; ++v) bv[v] = LDN(PS, VW, Bp, v);
-        Bp += NR;
-#pragma unroll
-        for (int i = 0; i < MR; ++i)
-#pragma unroll
-          for (int v = 0; v < NV; ++v) acc[i][v] = fma((vec)at[i][kk], bv[v], acc[i][v]);
-      }
-    }
-    for (; k + 4 <= K; k += 4, ak += 4) {
-      float at[MR][4];
-#pragma unroll
-      for (int i = 0; i < MR; ++i) vstore4(LDN(AS, 4, a[i] + ak, 0), 0, at[i]);
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
         vec bv[NV];
 #pragma unroll
         for (int v = 0; v < NV; ++v) bv[v] = LDN(PS, VW, Bp, v);
