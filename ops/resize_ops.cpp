@@ -1,4 +1,5 @@
-// Resize (opsets 10, 11, 13) and Upsample (7, 9): nearest, linear and cubic over any set of dims.
+// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): nearest, linear and cubic over any set of
+// dims, linear and cubic with antialias (Resize-18).
 // The host maps every output coordinate of every resized dim to source taps and weights in double,
 // exactly as the ONNX reference does; kernels/resize.cl only gathers and sums.
 #include <algorithm>
@@ -22,6 +23,7 @@ struct ResizeSpec {
   std::string nearest;  // nearest_mode; "simple" for Upsample and Resize-10
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // Resize-18: linear and cubic taps widened by 1 / scale when shrinking
   double extrapolation = 0;
   std::vector<double> scales, roi;  // roi: rank starts then rank ends (tf_crop_and_resize)
   Shape out;
@@ -67,7 +69,8 @@ ResizeSpec resize_spec(OpContext& ctx) {
     if (s.nearest != "round_prefer_floor" && s.nearest != "round_prefer_ceil" &&
         s.nearest != "floor" && s.nearest != "ceil")
       ctx.fail("unknown nearest_mode '" + s.nearest + "'");
-    if (n.attr_int("antialias", 0) != 0) ctx.unsupported("antialias (opset 18) is not supported");
+    // antialias (Resize-18) applies to linear and cubic; nearest has no filter to widen.
+    s.antialias = ctx.opset() >= 18 && n.attr_int("antialias", 0) != 0 && s.mode != "nearest";
   }
   // Resize-18's axes: scales, sizes and roi name only these dims (the others keep their size).
   std::vector<int64_t> axes;
@@ -190,6 +193,17 @@ std::vector<double> cubic_coeffs(double r, double a) {
   return {far(r + 1), near(r), near(1 - r), far(2 - r)};
 }
 
+// Taps per output coordinate of dim d: 1 (nearest), 2 (linear), 4 (cubic), or with antialias the
+// filter's footprint widened by 1 / scale when the dim shrinks (the reference's
+// 2 - 2 * (floor(-support / scale) + 1), support 1 for linear and 2 for cubic).
+int taps_of(const ResizeSpec& s, size_t d) {
+  if (s.mode == "nearest") return 1;
+  const double support = s.mode == "linear" ? 1 : 2;
+  if (!s.antialias) return static_cast<int>(2 * support);
+  const double scale = std::min(s.scales[d], 1.0);
+  return static_cast<int>(2 - 2 * (std::floor(-support / scale) + 1));
+}
+
 Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
   const double scale = s.scales[d];
   const double out_w = scale * static_cast<double>(in);  // the reference's output_width
@@ -221,9 +235,42 @@ Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
     return static_cast<int>(std::min<int64_t>(std::max<int64_t>(i, 0), in - 1));
   };
   if (s.coord == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(in - 1))) {
-    const size_t taps = s.mode == "nearest" ? 1 : s.mode == "linear" ? 2 : 4;
+    const size_t taps = static_cast<size_t>(taps_of(s, d));
     t.idx.assign(taps, -1);
     t.w.assign(taps, 0);
+    return t;
+  }
+  if (s.antialias) {
+    // As the ONNX reference: the sample's left neighbour `base` (xo - 1 when xo is a whole
+    // number), ratio = xo - base in (0, 1]; taps base + i for i in [start, start + n) weighted by
+    // the filter at scale * (i - ratio), normalised to sum 1; indices clamped (edge padding).
+    const double sc = std::min(scale, 1.0), a = s.cubic_a;
+    double base = std::floor(xo), ratio = xo - base;
+    if (ratio == 0) base -= 1, ratio = 1;
+    const int n = taps_of(s, d), start = 1 - n / 2;
+    double sum = 0;
+    for (int i = start; i < start + n; ++i) {
+      const double u = std::fabs(sc * (i - ratio));
+      double w;
+      if (s.mode == "linear")
+        w = std::max(0.0, 1 - u);
+      else
+        w = u <= 1 ? ((a + 2) * u - (a + 3)) * u * u + 1 : u < 2 ? ((a * u - 5 * a) * u + 8 * a) * u - 4 * a : 0;
+      t.idx.push_back(clamp(static_cast<int64_t>(base) + i));
+      t.w.push_back(w);
+      sum += w;
+    }
+    for (double& w : t.w) w /= sum;
+    if (s.exclude_outside) {
+      double kept = 0;
+      for (int k = 0; k < n; ++k) {
+        const int64_t i = static_cast<int64_t>(base) + start + k;
+        if (i < 0 || i >= in) t.w[k] = 0;
+        kept += t.w[k];
+      }
+      if (kept != 0)
+        for (double& w : t.w) w /= kept;
+    }
     return t;
   }
   const double fl = std::floor(xo);
@@ -276,7 +323,10 @@ void resize_build(BuildContext& ctx) {
     if (d == 0)
       ctx.fail("cannot resize an empty input " + shape_to_string(in) + " to " +
                shape_to_string(out));
-  const int taps = s.mode == "nearest" ? 1 : s.mode == "linear" ? 2 : 4;
+  // One tap count for every resized dim (the kernel's loop): the largest, the other dims' rows
+  // padded with zero weights.
+  int taps = 1;
+  for (int d = 0; d < ndim; ++d) taps = std::max(taps, taps_of(s, static_cast<size_t>(d)));
 
   // Tables for the dims whose mapping is not the identity.
   std::vector<int64_t> resized;  // (dim, table offset) pairs
@@ -288,10 +338,15 @@ void resize_build(BuildContext& ctx) {
     bool identity = in[d] == out[d];
     for (int64_t x = 0; x < out[d]; ++x) {
       Taps t = taps_for(s, d, x, in[d]);
+      // The identity: one tap of weight 1 at x, the others weightless.
+      int ones = 0;
+      for (size_t k = 0; k < t.w.size(); ++k)
+        if (t.w[k] != 0) identity &= t.idx[k] == x && t.w[k] == 1 && ++ones == 1;
+      identity &= ones == 1;
       for (int k = 0; k < taps; ++k) {
-        identity &= k == 0 ? (t.idx[0] == x && t.w[0] == 1) : t.w[k] == 0;
-        di.push_back(t.idx[k]);
-        dw.push_back(t.w[k]);
+        const bool real = static_cast<size_t>(k) < t.w.size();
+        di.push_back(real ? t.idx[k] : std::max(t.idx[0], 0));
+        dw.push_back(real ? t.w[k] : 0);
       }
     }
     if (identity) continue;
@@ -302,6 +357,10 @@ void resize_build(BuildContext& ctx) {
   const int k = static_cast<int>(resized.size() / 2);
   if (k > kMaxResized)
     ctx.unsupported("resizing more than " + std::to_string(kMaxResized) + " dims at once");
+  // The kernel visits taps^k combinations per output (an int).
+  if (std::pow(static_cast<double>(taps), k) > double(1 << 24))
+    ctx.unsupported(std::to_string(taps) + " taps in each of " + std::to_string(k) + " dims (antialiased shrinking by " +
+                    "a large factor) are more than this kernel takes (2^24 per output)");
   if (tidx.empty()) tidx.push_back(0);  // OpenCL buffers may not be empty
 
   std::vector<int64_t> p = out;

@@ -19,6 +19,7 @@ struct Mode {
   std::string nearest = "round_prefer_floor";
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // Resize-18: linear / cubic filters stretched by 1 / scale when shrinking
 };
 
 // Source coordinate of output index x, as the ONNX operator description defines it.
@@ -65,6 +66,21 @@ std::vector<double> resize_dim(const std::vector<double>& x, Shape& s, size_t d,
           else
             i = int64_t(std::ceil(xs - 0.5));  // round_prefer_floor
           v = at(o, i, k);
+        } else if (m.antialias) {
+          // The filter over every input index it reaches: weight f(sc * (i - xs)) with sc =
+          // min(scale, 1), f the triangle (support 1) or the Keys kernel (support 2); indices
+          // past the ends read the edge (or, with exclude_outside, weigh nothing); weights sum
+          // to 1.
+          const double sc = std::min(scale, 1.0), reach = (m.mode == "linear" ? 1 : 2) / sc;
+          double wsum = 0, acc = 0;
+          for (int64_t i = int64_t(std::floor(xs - reach)); i <= int64_t(std::ceil(xs + reach)); ++i) {
+            const double u = sc * (double(i) - xs);
+            double w = m.mode == "linear" ? std::max(0.0, 1 - std::fabs(u)) : cubic(u, m.cubic_a);
+            if (m.exclude_outside && (i < 0 || i >= in)) w = 0;
+            wsum += w;
+            acc += w * at(o, i, k);
+          }
+          v = acc / wsum;
         } else if (m.mode == "linear") {
           double f = std::floor(xs);
           v = at(o, int64_t(f), k) * (1 - (xs - f)) + at(o, int64_t(f) + 1, k) * (xs - f);
@@ -114,7 +130,7 @@ Tensor int64s(const Shape& v) {
 // Runs Resize-13 with either `sizes` (scales empty) or `scales`.
 Tensor run_resize(const Tensor& x, const Mode& m, const Shape& sizes,
                   const std::vector<float>& scales) {
-  ModelBuilder b(13);
+  ModelBuilder b(m.antialias ? 18 : 13);
   b.input("x", DType::Float32, x.shape).output("y");
   std::vector<std::string> ins{"x", ""};
   if (!scales.empty()) {
@@ -130,6 +146,7 @@ Tensor run_resize(const Tensor& x, const Mode& m, const Shape& sizes,
   attr_s(n, "nearest_mode", m.nearest);
   attr_f(n, "cubic_coeff_a", static_cast<float>(m.cubic_a));
   attr_i(n, "exclude_outside", m.exclude_outside);
+  if (m.antialias) attr_i(n, "antialias", 1);
   return run_model(b, {{"x", x}}).at("y");
 }
 
@@ -195,6 +212,38 @@ TEST(Resize, CubicMatchesReference) {
       m.cubic_a = exclude ? -0.5 : -0.75;
       check(x, m, out);
     }
+}
+
+// Antialias (Resize-18): shrinking by 1.2x to 7x, different factors per dim, one dim growing (the
+// plain filter there), exclude_outside, three coordinate modes; against the reference's filter
+// written over input indices rather than the operator's tap tables.
+TEST(Resize, AntialiasMatchesReference) {
+  std::mt19937 rng(28);
+  Tensor x = random_tensor({1, 2, 29, 41}, rng);
+  for (std::string mode : {"linear", "cubic"})
+    for (std::string coord : {"half_pixel", "pytorch_half_pixel", "asymmetric"})
+      for (bool exclude : {false, true})
+        for (Shape out : {Shape{1, 2, 7, 9}, Shape{1, 2, 24, 6}, Shape{1, 2, 4, 50}, Shape{1, 2, 29, 13}}) {
+          Mode m;
+          m.mode = mode;
+          m.coord = coord;
+          m.exclude_outside = exclude;
+          m.antialias = true;
+          check(x, m, out);
+        }
+}
+
+// Without shrinking, antialias changes nothing: the same values as the plain filters.
+TEST(Resize, AntialiasWhenGrowingIsThePlainFilter) {
+  std::mt19937 rng(29);
+  Tensor x = random_tensor({1, 1, 6, 5}, rng);
+  for (std::string mode : {"linear", "cubic"}) {
+    Mode m;
+    m.mode = mode;
+    Tensor plain = run_resize(x, m, {1, 1, 13, 11}, {});
+    m.antialias = true;
+    EXPECT_LE(rel_error(run_resize(x, m, {1, 1, 13, 11}, {}), plain), 1e-6) << mode;
+  }
 }
 
 TEST(Resize, TrilinearOnThreeDims) {
