@@ -157,8 +157,14 @@ void check_numeric(OpContext& ctx, DType t) {
     ctx.unsupported(std::string("inputs of type ") + dtype_name(t) + " are not supported");
 }
 
+// ReduceMax / ReduceMin take bool from opset 20 (any / all; an empty reduction gives false / true).
+bool bool_extremum(OpContext& ctx) {
+  const std::string& op = ctx.node().op_type;
+  return ctx.in_type(0) == DType::Bool && ctx.opset() >= 20 && (op == "ReduceMax" || op == "ReduceMin");
+}
+
 void reduce_infer(OpContext& ctx) {
-  check_numeric(ctx, ctx.in_type(0));
+  if (!bool_extremum(ctx)) check_numeric(ctx, ctx.in_type(0));
   ctx.set_out(0, ctx.in_type(0), reduced_shape(ctx.in_shape(0), reduce_axes(ctx)));
 }
 
@@ -200,12 +206,13 @@ void reduce_host(OpContext& ctx) {
   const int64_t n_red = n_out ? x.numel() / n_out : 0;
   const auto map = output_index_map(x.shape, ax.reduced);
   // Integers stay exact in int64 where the result is an integer operation.
-  const bool exact_int = is_integer(x.dtype) && op != "L2" && op != "LOGSUM" && op != "LOGSUMEXP";
+  const bool boolean = x.dtype == DType::Bool;
+  const bool exact_int = (is_integer(x.dtype) || boolean) && op != "L2" && op != "LOGSUM" && op != "LOGSUMEXP";
   if (exact_int) {
     int64_t init = 0;
     if (op == "PROD") init = 1;
-    if (op == "MAX") init = std::numeric_limits<int64_t>::min();
-    if (op == "MIN") init = std::numeric_limits<int64_t>::max();
+    if (op == "MAX") init = boolean ? 0 : std::numeric_limits<int64_t>::min();
+    if (op == "MIN") init = boolean ? 1 : std::numeric_limits<int64_t>::max();
     std::vector<int64_t> acc(n_out, init);
     for (int64_t i = 0; i < x.numel(); ++i) {
       int64_t v = host_get_i(x, i), &a = acc[map[i]];
@@ -279,6 +286,8 @@ std::string int_limits(DType t) {
     return " -DT_LOWEST=" + l + " -DT_HIGHEST=" + std::to_string(hi) + "UL";
   };
   switch (t) {
+    case DType::Bool:
+      return lim(int64_t{0}, uint64_t{1});
     case DType::Int8:
       return lim(int64_t{INT8_MIN}, uint64_t{INT8_MAX});
     case DType::UInt8:
@@ -305,8 +314,8 @@ std::string reduce_type_defines(OpContext& ctx, DType t) {
   if (is_float(t))
     s += std::string(" -DTA=") + cl_type(t) + " -DIS_FLOAT";
   else {
-    bool is_unsigned =
-        t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+    bool is_unsigned = t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64 ||
+                       t == DType::Bool;
     s += is_unsigned ? " -DTA=ulong" : " -DTA=long";
     s += int_limits(t);
   }
@@ -427,6 +436,13 @@ void add_reduce_ops(std::vector<OpDef>& t) {
                     .build(reduce_build)
                     .value_inputs({1})
                     .flops(per_input_element).shared_storage().any_storage());
+    // Opset 20: ReduceMax and ReduceMin on bool (reduce_infer).
+    if (std::string(r.macro) == "MAX" || std::string(r.macro) == "MIN")
+      t.push_back(OpDef(r.onnx, 20, reduce_infer)
+                      .host(reduce_host)
+                      .build(reduce_build)
+                      .value_inputs({1})
+                      .flops(per_input_element).shared_storage().any_storage());
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
     t.push_back(OpDef(op, 1, arg_infer).host(arg_host).build(arg_build).flops(per_input_element).shared_storage().any_storage());

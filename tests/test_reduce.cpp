@@ -197,6 +197,45 @@ TEST(Reduce, IntegerSumMaxMinAreExact) {
   }
 }
 
+// Opset 20: ReduceMax / ReduceMin of bool are "any" / "all", on both kernel paths (short rows
+// per work-item, a long contiguous row per work-group); an empty
+// reduction gives false / true. Before opset 20 bool is refused.
+TEST(Reduce, BoolMaxMinAreAnyAll) {
+  std::mt19937 rng(6);
+  for (Shape s : {Shape{4, 5, 3}, Shape{3, 2000}, Shape{2, 0, 3}}) {
+    Tensor x(DType::Bool, s);
+    // Sparse trues, so that some rows are all false and (with the complement) some all true.
+    std::bernoulli_distribution d(s[1] > 100 ? 0.0005 : 0.2);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = d(rng);
+    for (bool flip : {false, true}) {
+      if (flip)
+        for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] ^= 1;
+      for (const char* op : {"ReduceMax", "ReduceMin"}) {
+        const bool is_max = std::string(op) == "ReduceMax";
+        auto out = run_model(reduce_model(op, 20, DType::Bool, s, {1}, false), {{"x", x}});
+        const Tensor& y = out.at("y");
+        ASSERT_EQ(y.dtype, DType::Bool);
+        Shape kept = s;
+        kept.erase(kept.begin() + 1);
+        ASSERT_EQ(y.shape, kept);
+        const int64_t inner = s.size() == 3 ? s[2] : 1;
+        for (int64_t o = 0; o < s[0]; ++o)
+          for (int64_t k = 0; k < inner; ++k) {
+            bool want = !is_max;
+            for (int64_t r = 0; r < s[1]; ++r) {
+              const bool v = x.data<uint8_t>()[(o * s[1] + r) * inner + k];
+              want = is_max ? (want || v) : (want && v);
+            }
+            EXPECT_EQ(y.data<uint8_t>()[o * inner + k], want ? 1 : 0) << op << " " << o << "," << k;
+          }
+      }
+    }
+  }
+  Tensor x(DType::Bool, {2, 3});
+  EXPECT_THROW(run_model(reduce_model("ReduceMax", 18, DType::Bool, {2, 3}, {1}, false), {{"x", x}}),
+               ocl_infer::UnsupportedError);
+}
+
 TEST(Reduce, NoopWithEmptyAxesIsIdentity) {
   std::mt19937 rng(5);
   ModelBuilder m(13);
