@@ -32,11 +32,13 @@ std::string slot_name(const OpContext& ctx, int i) {
 }
 
 // A float32 scale input, one value or (per_axis_len > 0) a 1-D tensor of per_axis_len values;
-// constants must be finite and non-zero.
-void check_scale(const OpContext& ctx, int slot, int64_t per_axis_len, const char* what) {
-  if (ctx.in_type(slot) != DType::Float32)
-    ctx.unsupported(std::string(what) + " " + slot_name(ctx, slot) + " is " + dtype_name(ctx.in_type(slot)) +
-                    "; only float32 scales are supported");
+// constants must be finite and non-zero. With half, a float16 scale is taken too (the integer
+// products, whose kernels get it widened to float32: scale_buffer).
+void check_scale(const OpContext& ctx, int slot, int64_t per_axis_len, const char* what, bool half = false) {
+  const DType t = ctx.in_type(slot);
+  if (t != DType::Float32 && !(half && t == DType::Float16))
+    ctx.unsupported(std::string(what) + " " + slot_name(ctx, slot) + " is " + dtype_name(t) + "; only float32 " +
+                    (half ? "and float16 " : "") + "scales are supported");
   const Shape& s = ctx.in_shape(slot);
   const int64_t n = numel(s);
   if (!(n == 1 && s.size() <= 1) && !(per_axis_len > 0 && s.size() == 1 && n == per_axis_len))
@@ -314,20 +316,20 @@ DType check_product(const OpContext& ctx, int64_t channels) {
   const QSlots& q = slots_of(ctx);
   require_quantized(ctx, q.x);
   require_quantized(ctx, q.w);
-  if (q.xs >= 0) check_scale(ctx, q.xs, 0, "x scale");
+  if (q.xs >= 0) check_scale(ctx, q.xs, 0, "x scale", true);
   if (has(ctx, q.xz)) {
     if (numel(ctx.in_shape(q.xz)) != 1)
       ctx.unsupported(slot_name(ctx, q.xz) + ": only a single input zero point is supported, got shape " +
                       shape_to_string(ctx.in_shape(q.xz)));
     check_zero_point(ctx, q.xz, ctx.in_type(q.x), 1, "x zero point");
   }
-  if (q.ws >= 0) check_scale(ctx, q.ws, channels, "w scale");
+  if (q.ws >= 0) check_scale(ctx, q.ws, channels, "w scale", true);
   if (has(ctx, q.wz)) {
     const int64_t nz = numel(ctx.in_shape(q.wz));
     check_zero_point(ctx, q.wz, ctx.in_type(q.w), nz == 1 ? 1 : channels, "w zero point");
   }
   if (q.ys < 0) return DType::Int32;
-  check_scale(ctx, q.ys, 0, "y scale");
+  check_scale(ctx, q.ys, 0, "y scale", true);
   if (!ctx.has_input(q.yz)) ctx.fail("the output zero point (input 7) is required");
   const DType yt = ctx.in_type(q.yz);
   if (!is_quantized_type(yt)) ctx.unsupported("output type " + std::string(dtype_name(yt)) + " is not supported");
@@ -347,6 +349,21 @@ struct ProductArgs {
   cl_mem bias, xs, xz, ws, ys, yz;
 };
 
+// A scale operand as the kernels read it: float32 (a float16 scale widened once at plan time if
+// constant, else by a Cast into a plan-owned copy before the product).
+cl_mem scale_buffer(BuildContext& ctx, int slot) {
+  if (ctx.in_type(slot) == DType::Float32) return ctx.in_buf(slot);
+  if (!ctx.is_const(slot)) {
+    const Operand wide = ctx.scratch(DType::Float32, ctx.in_shape(slot));
+    launch_elementwise(ctx, "CAST", {ctx.input(slot)}, wide);
+    return wide.mem;
+  }
+  const Tensor& t = ctx.in_data(slot);
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(host_get_f(t, i));
+  return ctx.params(v.data(), v.size() * sizeof(float));
+}
+
 ProductArgs product_args(BuildContext& ctx, int64_t channels) {
   const QSlots& q = slots_of(ctx);
   const Node& n = ctx.node();
@@ -358,11 +375,11 @@ ProductArgs product_args(BuildContext& ctx, int64_t channels) {
   cl_mem any = ctx.in_buf(q.x);
   a.bias = has(ctx, q.bias) ? ctx.in_buf(q.bias) : any;
   if (has(ctx, q.bias)) a.opts += " -DHAS_BIAS";
-  a.xs = q.xs >= 0 ? ctx.in_buf(q.xs) : any;
+  a.xs = q.xs >= 0 ? scale_buffer(ctx, q.xs) : any;
   a.xz = has(ctx, q.xz) ? ctx.in_buf(q.xz) : zero_operand(ctx, xt).mem;
-  a.ws = q.ws >= 0 ? ctx.in_buf(q.ws) : any;
+  a.ws = q.ws >= 0 ? scale_buffer(ctx, q.ws) : any;
   if (q.ws >= 0 && numel(ctx.in_shape(q.ws)) > 1) a.opts += " -DW_PER_CHANNEL";
-  a.ys = q.ys >= 0 ? ctx.in_buf(q.ys) : any;
+  a.ys = q.ys >= 0 ? scale_buffer(ctx, q.ys) : any;
   a.yz = q.yz >= 0 ? ctx.in_buf(q.yz) : any;
   (void)channels;
   const Epilogue& e = n.epilogue;

@@ -671,6 +671,54 @@ TEST(Quant, QLinearMatMulAndMatMulIntegerMatchReference) {
   }
 }
 
+// Opset 21 allows float16 scales: constant ones are widened at plan time, computed ones by a Cast
+// before the product; both give the integer reference with the float16 scale values.
+TEST(Quant, QLinearMatMulTakesFloat16Scales) {
+  std::mt19937 rng(10);
+  const int64_t M = 4, K = 23, N = 9;
+  Tensor a = random_q(DType::UInt8, {M, K}, rng), b = random_q(DType::Int8, {K, N}, rng);
+  auto half = [](std::vector<float> v) {
+    Tensor t(DType::Float16, {static_cast<int64_t>(v.size())});
+    if (v.size() == 1) t.shape.clear();
+    for (size_t i = 0; i < v.size(); ++i) t.data<uint16_t>()[i] = ocl_infer::float_to_half(v[i]);
+    return t;
+  };
+  std::vector<float> bs(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) bs[static_cast<size_t>(n)] = to_half(0.013f + 0.0011f * static_cast<float>(n));
+  const float as = to_half(0.047f), ys = to_half(0.61f);
+  const int az = 120, yz = -3;
+  Tensor want(DType::Int8, {M, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += (geti(a, i * K + k) - az) * geti(b, k * N + n);
+      seti(want, i * N + n, requant_ref(acc, as, bs[static_cast<size_t>(n)], ys, yz, DType::Int8, false));
+    }
+  for (bool computed : {false, true}) {
+    SCOPED_TRACE(computed ? "scales as inputs" : "constant scales");
+    ModelBuilder m(21);
+    m.input("a", DType::UInt8, {M, K})
+        .initializer("az", scalar_q(DType::UInt8, az))
+        .initializer("b", b)
+        .initializer("bz", scalar_q(DType::Int8, 0))
+        .initializer("yz", scalar_q(DType::Int8, yz));
+    std::map<std::string, Tensor> feeds{{"a", a}};
+    for (auto& [name, t] : std::map<std::string, Tensor>{{"as", half({as})}, {"bs", half(bs)}, {"ys", half({ys})}}) {
+      if (computed) {
+        m.input(name, DType::Float16, t.shape);
+        feeds[name] = t;
+      } else {
+        m.initializer(name, t);
+      }
+    }
+    m.node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"});
+    m.output("y");
+    const Tensor got = run_model(m, feeds).at("y");
+    ASSERT_EQ(got.shape, want.shape);
+    EXPECT_EQ(got.bytes, want.bytes);
+  }
+}
+
 // The VNNI product (qgemm=vnni, the default on AVX-512 VNNI CPUs for constant B): int8 and uint8
 // inputs, K with and without a partial group of 4, one row (a classifier) and row counts past the
 // register block, B per batch, the extreme values (sums near the kernel's limit), and uint8 B whose

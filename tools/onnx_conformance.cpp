@@ -189,6 +189,9 @@ const std::map<std::string, std::string>& data_disagreements() {
       // (-128), as ONNX Runtime does.
       {"test_qlinearmatmul_2D_int8_float32", "the expected values wrap out-of-range int8 results instead of saturating"},
       {"test_qlinearmatmul_3D_int8_float32", "the expected values wrap out-of-range int8 results instead of saturating"},
+      // The same with float16 scales (ONNX 1.21): ONNX Runtime 1.32 gives this runtime's values.
+      {"test_qlinearmatmul_2D_int8_float16", "the expected values wrap out-of-range int8 results instead of saturating"},
+      {"test_qlinearmatmul_3D_int8_float16", "the expected values wrap out-of-range int8 results instead of saturating"},
       // ONNX 1.21's Attention data: qk_matmul_output mode 1 with the mask added, softcap after the
       // mask. ONNX 1.23's reference and ONNX Runtime 1.32 give mode 1 without the mask and cap
       // before it, as this runtime does (its outputs equal ONNX Runtime's on these tests).
