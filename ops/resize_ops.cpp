@@ -187,10 +187,15 @@ struct Taps {
   std::vector<double> w;
 };
 
+// The cubic convolution kernel (Keys) at distance u >= 0, with coefficient a.
+double keys(double u, double a) {
+  if (u <= 1) return ((a + 2) * u - (a + 3)) * u * u + 1;
+  if (u < 2) return ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+  return 0;
+}
+
 std::vector<double> cubic_coeffs(double r, double a) {
-  auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 <= x < 2
-  auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };       // 0 <= x < 1
-  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+  return {keys(r + 1, a), keys(r, a), keys(1 - r, a), keys(2 - r, a)};
 }
 
 // Taps per output coordinate of dim d: 1 (nearest), 2 (linear), 4 (cubic), or with antialias the
@@ -244,18 +249,14 @@ Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
     // As the ONNX reference: the sample's left neighbour `base` (xo - 1 when xo is a whole
     // number), ratio = xo - base in (0, 1]; taps base + i for i in [start, start + n) weighted by
     // the filter at scale * (i - ratio), normalised to sum 1; indices clamped (edge padding).
-    const double sc = std::min(scale, 1.0), a = s.cubic_a;
+    const double sc = std::min(scale, 1.0);
     double base = std::floor(xo), ratio = xo - base;
     if (ratio == 0) base -= 1, ratio = 1;
     const int n = taps_of(s, d), start = 1 - n / 2;
     double sum = 0;
     for (int i = start; i < start + n; ++i) {
       const double u = std::fabs(sc * (i - ratio));
-      double w;
-      if (s.mode == "linear")
-        w = std::max(0.0, 1 - u);
-      else
-        w = u <= 1 ? ((a + 2) * u - (a + 3)) * u * u + 1 : u < 2 ? ((a * u - 5 * a) * u + 8 * a) * u - 4 * a : 0;
+      const double w = s.mode == "linear" ? std::max(0.0, 1 - u) : keys(u, s.cubic_a);
       t.idx.push_back(clamp(static_cast<int64_t>(base) + i));
       t.w.push_back(w);
       sum += w;
@@ -339,10 +340,13 @@ void resize_build(BuildContext& ctx) {
     for (int64_t x = 0; x < out[d]; ++x) {
       Taps t = taps_for(s, d, x, in[d]);
       // The identity: one tap of weight 1 at x, the others weightless.
-      int ones = 0;
+      int weighted = 0;
       for (size_t k = 0; k < t.w.size(); ++k)
-        if (t.w[k] != 0) identity &= t.idx[k] == x && t.w[k] == 1 && ++ones == 1;
-      identity &= ones == 1;
+        if (t.w[k] != 0) {
+          ++weighted;
+          identity &= t.idx[k] == x && t.w[k] == 1;
+        }
+      identity &= weighted == 1;
       for (int k = 0; k < taps; ++k) {
         const bool real = static_cast<size_t>(k) < t.w.size();
         di.push_back(real ? t.idx[k] : std::max(t.idx[0], 0));
