@@ -251,8 +251,9 @@ ConvDesc conv_desc(const OpContext& ctx) {
   if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
     const Shape& sc = ctx.in_shape(3);
     d.scaled = true;
-    // [N, C, 1...] with N > 1: one scale per image; otherwise one for all.
-    d.scale_n = sc.size() == ctx.in_shape(0).size() && sc[0] > 1 ? d.s.C : 0;
+    // [N, C, 1...] with N != 1 (an empty batch included): one scale per image; otherwise one
+    // for all.
+    d.scale_n = sc.size() == ctx.in_shape(0).size() && sc[0] != 1 ? d.s.C : 0;
     if (numel(sc) != (d.scale_n ? d.s.N : 1) * d.s.C)
       ctx.fail("the fused channel scale " + list(sc) + " does not match X " + list(ctx.in_shape(0)));
   }

@@ -60,6 +60,11 @@ g5 = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g",
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
 onnx.save(helper.make_model(g5, opset_imports=[helper.make_opsetid("", 13)]), w + "/two_inputs.onnx")
 np.save(w + "/ones.npy", np.ones((1, 3, 4, 4), np.float32) * -2)
+# Two outputs whose names give the same file name once made safe ("a/b" -> a_b).
+g6 = helper.make_graph([helper.make_node("Relu", ["x"], ["a/b"]), helper.make_node("Neg", ["x"], ["a_b"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a/b", "a_b")])
+onnx.save(helper.make_model(g6, opset_imports=[helper.make_opsetid("", 13)]), w + "/collide.onnx")
 PY
 fail=0
 expect() {  # expect CODE PATTERN -- ARGS...
@@ -160,6 +165,13 @@ import sys, numpy as np; y = np.load(sys.argv[1]); assert y.shape == (1, 3, 4, 4
   && echo "ok: --input FILE for a one-input model" || { echo "FAIL: --input FILE"; fail=$((fail+1)); }
 expect 2 "the model has 2 inputs (a, b); give each as --input NAME=FILE" -- $w/two_inputs.onnx --input $w/x.npy --output-dir $w/o
 expect 2 "input 'x' given twice" -- $w/good.onnx --input $w/x.npy --input x=$w/x.npy --output-dir $w/o
+# Outputs whose safe file names collide are both written, the changed one renamed and reported.
+err=$("$bin" $w/collide.onnx --input $w/ones.npy --output-dir $w/oc 2>&1 >/dev/null); rc=$?
+if [ $rc != 0 ] || ! grep -q "output 'a/b' written as a_b-2.npy" <<<"$err" || ! /usr/bin/python3 -c '
+import sys, numpy as np; d = sys.argv[1]
+assert (np.load(d + "/a_b.npy") == 2).all() and (np.load(d + "/a_b-2.npy") == 0).all()' $w/oc; then
+  echo "FAIL: colliding output file names (rc=$rc): $err"; fail=$((fail+1))
+else echo "ok: colliding output file names"; fi
 # Overflow in a float16 model runs (infinity is float16's answer) but is reported.
 err=$("$bin" $w/overflow16.onnx --input x=$w/x16.npy --output-dir $w/o16 2>&1 >/dev/null); rc=$?
 if [ $rc != 0 ] || ! grep -q "warning: output 'y' has 2 of 4 values that are NaN or infinite (float16 holds at most 65504" <<<"$err"; then

@@ -404,6 +404,30 @@ TEST(Optimizer, FoldsPerChannelScaleIntoTheNextConv) {
   for (auto& ops : r.ops) EXPECT_NE(ops, "Mul+Conv") << r.graph_json;
 }
 
+// The squeeze-and-excitation scale fused into a conv with an open batch run on an empty batch:
+// the scale [0, C, 1, 1] is per image (none of them), the output [0, M, H, W]; then the same
+// plan shape family on 3 images against the unfused graph.
+TEST(Optimizer, FusedChannelScaleTakesAnEmptyBatch) {
+  std::mt19937 rng(22);
+  const int64_t C = 8;
+  ModelBuilder m(13);
+  m.input("x", DType::Float32, {-1, C, 6, 6}).output("y");
+  m.initializer("we", conv_weight(rng, C, C, 1)).initializer("wse", conv_weight(rng, C, C, 1));
+  m.initializer("w", conv_weight(rng, 4, C, 1));
+  m.node("Conv", {"x", "we"}, {"e"});
+  m.node("GlobalAveragePool", {"e"}, {"g"});
+  m.node("Conv", {"g", "wse"}, {"gs"});
+  m.node("Sigmoid", {"gs"}, {"s"});
+  m.node("Mul", {"e", "s"}, {"m"});
+  m.node("Conv", {"m", "w"}, {"y"});
+  auto r = check_same(m, {{"x", random_tensor({3, C, 6, 6}, rng)}});
+  EXPECT_NE(std::find(r.ops.begin(), r.ops.end(), "Mul+Conv"), r.ops.end()) << r.graph_json;
+  const std::string b = m.bytes();
+  auto s = ocl_infer::Session::from_memory(b.data(), b.size());
+  const auto out = s.run({{"x", Tensor(DType::Float32, {0, C, 6, 6})}});
+  EXPECT_EQ(out.at("y").shape, (Shape{0, 4, 6, 6}));
+}
+
 // A GlobalAveragePool of a depthwise conv's output becomes the conv's second output
 // (fuse_plane_mean): with SiLU fused first (the pool averages the activated values), with the
 // conv's output read by another conv too, and with it a graph output itself (the means then

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "ocl_infer/ocl_infer.hpp"
@@ -529,6 +531,24 @@ std::map<std::string, Tensor> input_feeds(const ocl_infer::Session& s, const Arg
   return feeds;
 }
 
+// Each output's file name: NAME.npy with characters outside [A-Za-z0-9._-] made '_'. Names
+// that need no change keep theirs; another that would land on a name already taken (outputs
+// "a/b" and "a_b") gets "-2", "-3", ... before ".npy".
+std::map<std::string, std::string> output_files(const std::map<std::string, Tensor>& outs) {
+  std::map<std::string, std::string> files;
+  std::set<std::string> taken;
+  for (const auto& [name, t] : outs)
+    if (cli::safe_file_name(name) == name) taken.insert(files[name] = name + ".npy");
+  for (const auto& [name, t] : outs) {
+    if (files.count(name)) continue;
+    const std::string base = cli::safe_file_name(name);
+    std::string file = base + ".npy";
+    for (int k = 2; taken.count(file); ++k) file = base + "-" + std::to_string(k) + ".npy";
+    taken.insert(files[name] = file);
+  }
+  return files;
+}
+
 int run_tensors(ocl_infer::Session& s, const Args& a) {
   std::map<std::string, Tensor> feeds = input_feeds(s, a);
   ocl_infer::RunOptions ro;
@@ -547,9 +567,12 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
   }
   if (a.output_dir.empty()) return 0;
   mkdir(a.output_dir.c_str(), 0755);
-  for (auto& [name, t] : outs) {
-    std::string path = a.output_dir + "/" + cli::safe_file_name(name) + ".npy";
-    cli::write_npy(path, t);
+  for (const auto& [name, file] : output_files(outs)) {
+    const std::string path = a.output_dir + "/" + file;
+    cli::write_npy(path, outs.at(name));
+    if (file != cli::safe_file_name(name) + ".npy")
+      std::cerr << "ocl-infer: output '" << name << "' written as " << file << " (" << cli::safe_file_name(name)
+                << ".npy is another output's)\n";
     if (a.verbose) std::cerr << "wrote " << path << "\n";
   }
   return 0;
