@@ -99,7 +99,16 @@ void reshape_infer(OpContext& ctx) {
     if (known == 0) {
       if (total != 0)
         ctx.fail("cannot reshape " + shape_to_string(in) + " to " + ints_to_string(spec));
-      out[infer_at] = 0;  // ambiguous in numpy; an empty tensor stays empty either way
+      // Ambiguous (numpy, PyTorch and ONNX Runtime refuse it): an empty tensor, typically an
+      // empty batch, as in [0, 7, 128] -> [0, -1, 4, 32]. The -1 takes the value the same shapes
+      // give without their zero dims (7 here, as for any other batch), so that later nodes see
+      // the shapes they expect; where that does not divide, 0. Empty either way: no values move.
+      int64_t in_rest = 1, out_rest = 1;
+      for (int64_t d : in)
+        if (d != 0) in_rest *= d;
+      for (size_t k = 0; k < out.size(); ++k)
+        if (static_cast<int>(k) != infer_at && out[k] != 0) out_rest *= out[k];
+      out[infer_at] = in_rest % out_rest == 0 ? in_rest / out_rest : 0;
     } else {
       if (total % known != 0)
         ctx.fail("cannot reshape " + shape_to_string(in) + " to " + ints_to_string(spec));

@@ -495,6 +495,14 @@ TEST(TensorOps, ReshapeSqueezeUnsqueezeFlattenShapes) {
   };
   for (auto c : std::vector<Case>{{"Reshape", {2, 3, 5}, {0, -1}, 0, {2, 15}},
                                   {"Reshape", {2, 3, 5}, {5, 0, 2}, 0, {5, 3, 2}},
+                                  // Empty tensors: an unambiguous -1 is 0; an ambiguous one (the
+                                  // other dims multiply to 0) takes what the shapes give without
+                                  // their zero dims, as for a non-empty batch; 0 where that does
+                                  // not divide.
+                                  {"Reshape", {0, 5}, {-1, 5}, 0, {0, 5}},
+                                  {"Reshape", {0, 4, 6}, {0, -1, 2}, 0, {0, 12, 2}},
+                                  {"Reshape", {0, 7, 128}, {0, -1, 4, 32}, 0, {0, 7, 4, 32}},
+                                  {"Reshape", {0, 5}, {0, -1, 2}, 0, {0, 0, 2}},
                                   {"Squeeze", {1, 3, 1, 5}, {-2}, 0, {1, 3, 5}},
                                   {"Unsqueeze", {3, 5}, {-1, 0}, 0, {1, 3, 5, 1}},
                                   {"Flatten", {2, 3, 5, 7}, {}, -2, {6, 35}}}) {
