@@ -198,5 +198,8 @@ out=$("$bin" $w/good.onnx --input x=$w/x.npy --bench --iterations 3 --keep-warm 
 if [ $rc != 0 ] || ! grep -q "^keep-warm:  off" <<<"$out"; then
   echo "FAIL: --bench --keep-warm 0 (rc=$rc): $out"; fail=$((fail+1))
 else echo "ok: --bench names keep-warm"; fi
+# --bench with --output-dir also writes the first run's outputs.
+"$bin" $w/good.onnx --input $w/ones.npy --bench --iterations 2 --output-dir $w/ob >/dev/null 2>&1 && [ -f $w/ob/y.npy ] \
+  && echo "ok: --bench --output-dir writes outputs" || { echo "FAIL: --bench --output-dir"; fail=$((fail+1)); }
 echo "cli errors: $fail failed"
 [ $fail -eq 0 ]

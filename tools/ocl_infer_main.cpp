@@ -136,6 +136,7 @@ profiling and benchmarking (inputs: --input files, the first image, or random da
   --iterations N        measured runs (default 10 for --profile, 50 for --bench)
   --duration S          --bench: run for S seconds instead of N iterations
   --warmup W            unmeasured runs first (default 3)
+  --output-dir DIR      also write the first run's outputs to DIR/<name>.npy
   --batch B             batch size for random inputs whose first dim is open (default 1)
   --cache-dir DIR|off   compiled-kernel cache (default ~/.cache/ocl-infer)
   --tune                tune while planning (as `ocl-infer tune`), then run as asked
@@ -549,12 +550,8 @@ std::map<std::string, std::string> output_files(const std::map<std::string, Tens
   return files;
 }
 
-int run_tensors(ocl_infer::Session& s, const Args& a) {
-  std::map<std::string, Tensor> feeds = input_feeds(s, a);
-  ocl_infer::RunOptions ro;
-  ro.fetch = a.fetch;
-  auto outs = s.run(feeds, ro);
-  if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
+// Warns of outputs holding NaN or infinity, then (with --output-dir) writes each as .npy.
+void write_outputs(const std::map<std::string, Tensor>& outs, const Args& a) {
   for (auto& [name, t] : outs) {
     const int64_t bad = cli::count_non_finite(t);
     if (bad == 0) continue;
@@ -565,7 +562,7 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
                    "overflows, --fp32-ops OP keeps an op's outputs in float32)";
     std::cerr << "\n";
   }
-  if (a.output_dir.empty()) return 0;
+  if (a.output_dir.empty()) return;
   mkdir(a.output_dir.c_str(), 0755);
   for (const auto& [name, file] : output_files(outs)) {
     const std::string path = a.output_dir + "/" + file;
@@ -575,6 +572,15 @@ int run_tensors(ocl_infer::Session& s, const Args& a) {
                 << ".npy is another output's)\n";
     if (a.verbose) std::cerr << "wrote " << path << "\n";
   }
+}
+
+int run_tensors(ocl_infer::Session& s, const Args& a) {
+  std::map<std::string, Tensor> feeds = input_feeds(s, a);
+  ocl_infer::RunOptions ro;
+  ro.fetch = a.fetch;
+  auto outs = s.run(feeds, ro);
+  if (!a.dump.empty()) std::cout << s.dump(a.json ? a.dump + ".json" : a.dump);
+  write_outputs(outs, a);
   return 0;
 }
 
@@ -811,8 +817,10 @@ int dump_only(ocl_infer::Session& s, Args& a) {
 int measure(ocl_infer::Session& s, Args& a) {
   auto feeds = measurement_inputs(s, a);
   auto t0 = std::chrono::steady_clock::now();
-  s.run(feeds);
+  const auto first_outputs = s.run(feeds);
   double first_ms = since_ms(t0);
+  // --output-dir with --bench / --profile: the first run's outputs.
+  if (!a.output_dir.empty()) write_outputs(first_outputs, a);
   int warmup = a.warmup;
   for (int i = 0; i < a.warmup; ++i) s.run(feeds);
   // The automatic keep-warm trial (its runs alternate with and without markers) is warm-up too.
