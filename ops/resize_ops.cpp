@@ -206,7 +206,7 @@ int taps_of(const ResizeSpec& s, size_t d) {
   const double support = s.mode == "linear" ? 1 : 2;
   if (!s.antialias) return static_cast<int>(2 * support);
   const double scale = std::min(s.scales[d], 1.0);
-  return static_cast<int>(2 - 2 * (std::floor(-support / scale) + 1));
+  return static_cast<int>(std::min(2 - 2 * (std::floor(-support / scale) + 1), double(1 << 30)));
 }
 
 Taps taps_for(const ResizeSpec& s, size_t d, int64_t x, int64_t in) {
@@ -328,6 +328,13 @@ void resize_build(BuildContext& ctx) {
   // padded with zero weights.
   int taps = 1;
   for (int d = 0; d < ndim; ++d) taps = std::max(taps, taps_of(s, static_cast<size_t>(d)));
+  // The tables hold taps entries per output coordinate of each dim (antialiased shrinking by a
+  // factor f: about 2f or 4f of them); refused before they are built where they would be huge.
+  double entries = 0;
+  for (int d = 0; d < ndim; ++d) entries += static_cast<double>(out[d]) * taps;
+  if (entries > double(int64_t{1} << 27))
+    ctx.unsupported("resizing " + shape_to_string(in) + " to " + shape_to_string(out) + " takes " +
+                    std::to_string(taps) + " taps per output coordinate: tap tables of more than 2^27 entries");
 
   // Tables for the dims whose mapping is not the identity.
   std::vector<int64_t> resized;  // (dim, table offset) pairs
