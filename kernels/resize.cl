@@ -1,9 +1,10 @@
 // Resize / Upsample through per-dim tap tables computed on the host.
 //
-// For every resized dim the host tabulates, per output coordinate, `taps` source indices and
-// weights (1 tap for nearest, 2 for linear, 4 for cubic). An index of -1 marks a coordinate
+// For every resized dim the host tabulates, per output coordinate, that dim's taps: source
+// indices and weights (1 tap for nearest, 2 for linear, 4 for cubic; with antialias the filter's
+// widened footprint when the dim shrinks). An index of -1 marks a coordinate
 // outside the input (tf_crop_and_resize), whose output is the extrapolation value. The kernel
-// sums over the taps^k combinations of the k resized dims; dims that keep their size map
+// sums over the combinations of the k resized dims' taps; dims that keep their size map
 // straight through. Doing the coordinate arithmetic once on the host in double keeps every
 // coordinate_transformation_mode / nearest_mode exactly as the reference computes it.
 //
@@ -14,7 +15,8 @@
 //   -DIDX=int                     32-bit offset arithmetic when every offset fits (else long)
 //
 // p holds ndim output dims, ndim input strides, then per resized dim: its dim index and the
-// offset of its rows in the tables (row of output coordinate c starts at offset + c * taps).
+// offset of its rows in the tables (row of output coordinate c starts at offset + c * taps), then
+// each resized dim's tap count (resize_interp).
 #ifdef USE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -72,17 +74,19 @@ __kernel void resize_nearest_rows(__global const E* src, __global E* dst, __glob
 #endif
 __kernel void resize_interp(__global const T* src, __global T* dst, __global const long* p,
                             __global const int* tidx, __global const ACC* tw, int ndim, int k,
-                            int taps, ACC extrap, long n) {
+                            ACC extrap, long n) {
   IDX i = (IDX)get_global_id(0);
   if (i >= (IDX)n) return;
   IDX r = i, base = 0;
   IDX row[MAX_RESIZED], stride[MAX_RESIZED];
+  int taps[MAX_RESIZED];
   int j = k - 1;
   for (int d = ndim - 1; d >= 0; --d) {
     IDX c = r % (IDX)p[d];
     r /= (IDX)p[d];
     if (j >= 0 && p[2 * ndim + 2 * j] == d) {
-      row[j] = (IDX)p[2 * ndim + 2 * j + 1] + c * taps;
+      taps[j] = (int)p[2 * ndim + 2 * k + j];
+      row[j] = (IDX)p[2 * ndim + 2 * j + 1] + c * taps[j];
       stride[j] = (IDX)p[ndim + d];
       --j;
     } else {
@@ -90,15 +94,15 @@ __kernel void resize_interp(__global const T* src, __global T* dst, __global con
     }
   }
   int combos = 1;
-  for (j = 0; j < k; ++j) combos *= taps;
+  for (j = 0; j < k; ++j) combos *= taps[j];
   ACC acc = 0;
   for (int t = 0; t < combos; ++t) {
     int rest = t;
     IDX si = base;
     ACC w = 1;
     for (j = 0; j < k; ++j) {
-      int tap = rest % taps;
-      rest /= taps;
+      int tap = rest % taps[j];
+      rest /= taps[j];
       int ix = tidx[row[j] + tap];
       if (ix < 0) {
         ST(S, dst, i, extrap);

@@ -324,23 +324,21 @@ void resize_build(BuildContext& ctx) {
     if (d == 0)
       ctx.fail("cannot resize an empty input " + shape_to_string(in) + " to " +
                shape_to_string(out));
-  // One tap count for every resized dim (the kernel's loop): the largest, the other dims' rows
-  // padded with zero weights.
-  int taps = 1;
-  for (int d = 0; d < ndim; ++d) taps = std::max(taps, taps_of(s, static_cast<size_t>(d)));
-  // The tables hold taps entries per output coordinate of each dim (antialiased shrinking by a
-  // factor f: about 2f or 4f of them); refused before they are built where they would be huge.
+  // The tables hold taps_of(d) entries per output coordinate of each dim (antialiased shrinking
+  // by a factor f: about 2f or 4f of them); refused before they are built where they would be huge.
   double entries = 0;
-  for (int d = 0; d < ndim; ++d) entries += static_cast<double>(out[d]) * taps;
+  for (int d = 0; d < ndim; ++d) entries += static_cast<double>(out[d]) * taps_of(s, static_cast<size_t>(d));
   if (entries > double(int64_t{1} << 27))
-    ctx.unsupported("resizing " + shape_to_string(in) + " to " + shape_to_string(out) + " takes " +
-                    std::to_string(taps) + " taps per output coordinate: tap tables of more than 2^27 entries");
+    ctx.unsupported("resizing " + shape_to_string(in) + " to " + shape_to_string(out) +
+                    " takes tap tables of more than 2^27 entries (antialiased shrinking by a large factor)");
 
-  // Tables for the dims whose mapping is not the identity.
+  // Tables for the dims whose mapping is not the identity, each with its own tap count.
   std::vector<int64_t> resized;  // (dim, table offset) pairs
+  std::vector<int64_t> dim_taps;  // per resized dim
   std::vector<int32_t> tidx;
   std::vector<double> tw;
   for (int d = 0; d < ndim; ++d) {
+    const int taps = taps_of(s, static_cast<size_t>(d));
     std::vector<int32_t> di;
     std::vector<double> dw;
     bool identity = in[d] == out[d];
@@ -354,30 +352,31 @@ void resize_build(BuildContext& ctx) {
           identity &= t.idx[k] == x && t.w[k] == 1;
         }
       identity &= weighted == 1;
-      for (int k = 0; k < taps; ++k) {
-        const bool real = static_cast<size_t>(k) < t.w.size();
-        di.push_back(real ? t.idx[k] : std::max(t.idx[0], 0));
-        dw.push_back(real ? t.w[k] : 0);
-      }
+      di.insert(di.end(), t.idx.begin(), t.idx.end());
+      dw.insert(dw.end(), t.w.begin(), t.w.end());
     }
     if (identity) continue;
     resized.insert(resized.end(), {d, static_cast<int64_t>(tidx.size())});
+    dim_taps.push_back(taps);
     tidx.insert(tidx.end(), di.begin(), di.end());
     tw.insert(tw.end(), dw.begin(), dw.end());
   }
   const int k = static_cast<int>(resized.size() / 2);
   if (k > kMaxResized)
     ctx.unsupported("resizing more than " + std::to_string(kMaxResized) + " dims at once");
-  // The kernel visits taps^k combinations per output (an int).
-  if (std::pow(static_cast<double>(taps), k) > double(1 << 24))
-    ctx.unsupported(std::to_string(taps) + " taps in each of " + std::to_string(k) + " dims (antialiased shrinking by " +
-                    "a large factor) are more than this kernel takes (2^24 per output)");
+  // The kernel visits the product of the dims' tap counts per output (an int).
+  double combos = 1;
+  for (int64_t t : dim_taps) combos *= static_cast<double>(t);
+  if (combos > double(1 << 24))
+    ctx.unsupported(std::to_string(static_cast<int64_t>(combos)) + " taps per output over " + std::to_string(k) +
+                    " resized dims (antialiased shrinking by a large factor) are more than this kernel takes (2^24)");
   if (tidx.empty()) tidx.push_back(0);  // OpenCL buffers may not be empty
 
   std::vector<int64_t> p = out;
   auto st = strides_of(in);
   p.insert(p.end(), st.begin(), st.end());
   p.insert(p.end(), resized.begin(), resized.end());
+  p.insert(p.end(), dim_taps.begin(), dim_taps.end());
   cl_mem pm = ctx.params(p.data(), p.size() * sizeof(int64_t));
   cl_mem im = ctx.params(tidx.data(), tidx.size() * sizeof(int32_t));
   const size_t local = ctx.caps().linear_local();
@@ -434,11 +433,11 @@ void resize_build(BuildContext& ctx) {
   if (fp64)
     ctx.launch("resize", "resize_interp", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), pm,
                im, wm, static_cast<int32_t>(ndim), static_cast<int32_t>(k),
-               static_cast<int32_t>(taps), s.extrapolation, n);
+               s.extrapolation, n);
   else
     ctx.launch("resize", "resize_interp", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), pm,
                im, wm, static_cast<int32_t>(ndim), static_cast<int32_t>(k),
-               static_cast<int32_t>(taps), static_cast<float>(s.extrapolation), n);
+               static_cast<float>(s.extrapolation), n);
 }
 
 // One interpolation per output element.
