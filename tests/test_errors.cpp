@@ -202,6 +202,53 @@ TEST(Session, ReplansWhenTheBatchChanges) {
   }
 }
 
+// Input shapes that alternate: the plan of each is kept and taken back (SessionStats::plans_kept,
+// plan_reuses), with its own buffers, so every run still computes its own inputs' results. With a
+// memory limit too small to keep a second plan, none is kept and the results are the same.
+TEST(Session, KeepsThePlansOfAlternatingShapes) {
+  // The plans below take 1.5-2 KiB of device memory each (activations, weights, scratch).
+  constexpr uint64_t kSmallLimit = 4096;
+  ModelBuilder m;
+  m.input("x", DType::Float32, {-1, 8}).output("y").output("z");
+  Tensor w(DType::Float32, {8, 16}), b(DType::Float32, {16});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>((i * 7) % 11) / 11.f - 0.5f;
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = static_cast<float>(i % 3) * 0.25f - 0.25f;
+  m.initializer("w", w).initializer("b", b);
+  m.node("MatMul", {"x", "w"}, {"t"});
+  m.node("Add", {"t", "b"}, {"u"});
+  m.node("Relu", {"u"}, {"y"});
+  m.node("Sigmoid", {"x"}, {"z"});
+  const std::vector<int64_t> batches = {1, 5, 1, 5, 3, 1, 3, 5};
+  // No limit, then one that holds a plan (a few KiB) but not a quarter of the limit besides.
+  for (const uint64_t limit : {uint64_t{0}, uint64_t{kSmallLimit}}) {
+    ocl_infer::SessionOptions o;
+    o.max_memory_bytes = limit;
+    const std::string bytes = m.bytes();
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), o);
+    int run = 0;
+    for (int64_t batch : batches) {
+      Tensor x(DType::Float32, {batch, 8});
+      for (int64_t i = 0; i < x.numel(); ++i)
+        x.data<float>()[i] = static_cast<float>((i * 13 + run * 5) % 17) / 8.f - 1.f;
+      auto out = s.run({{"x", x}});
+      ++run;
+      ASSERT_EQ(out.at("y").shape, (std::vector<int64_t>{batch, 16}));
+      for (int64_t r = 0; r < batch; ++r)
+        for (int64_t c = 0; c < 16; ++c) {
+          double acc = b.data<float>()[c];
+          for (int64_t k = 0; k < 8; ++k) acc += double(x.data<float>()[r * 8 + k]) * w.data<float>()[k * 16 + c];
+          EXPECT_NEAR(out.at("y").data<float>()[r * 16 + c], std::max(0.0, acc), 1e-5) << "run " << run;
+        }
+      for (int64_t i = 0; i < x.numel(); ++i)
+        EXPECT_NEAR(out.at("z").data<float>()[i], 1.0 / (1.0 + std::exp(-double(x.data<float>()[i]))), 1e-6);
+    }
+    // Three shapes: planned once each, the other five runs took a kept plan back; with the small
+    // limit every change of shape planned again.
+    EXPECT_EQ(s.stats().plan_reuses, limit ? 0 : 5);
+    EXPECT_EQ(s.stats().plans_kept, limit ? 0 : 2);
+  }
+}
+
 // Lists the files of a folder (names only).
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> names;

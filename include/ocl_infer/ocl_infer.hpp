@@ -281,6 +281,10 @@ struct SessionStats {
   // first runs after the first alternate between markers and none; then the faster stays), 0 when
   // decided or set. A benchmark's warm-up should cover them.
   int keep_warm_trial_runs = 0;
+  // Plans for other input shapes kept for reuse (a run with one of those shapes again takes its
+  // plan back instead of planning), and how many runs so far took a kept plan back.
+  int plans_kept = 0;
+  int plan_reuses = 0;
 };
 
 // One kernel launch of a plan, as measured by the profiler.
