@@ -108,6 +108,9 @@ class PlanSink {
   virtual bool output_is_view(int step, int slot) const = 0;
   // The variant forced for `family` by the session ("" when none), as "name[:p=v,...]".
   virtual std::string forced_variant(const std::string& family) const = 0;
+  // Whether the plan prefers kernels whose build options do not depend on the tensors' sizes
+  // (PlanOptions::shape_generic): the same programs then serve other input shapes.
+  virtual bool shape_generic() const { return false; }
 
   // Tuning (see ops/variants.hpp, runtime/exec/tuner.hpp); the defaults are "no tuner".
   // The tuned choice "variant:p=v,..." for a problem, "" when none.
@@ -185,6 +188,7 @@ class BuildContext : public OpContext {
   bool input_in_place(int slot) const { return sink_.input_in_place(step_, slot); }
   bool output_is_view(int slot) const { return sink_.output_is_view(step_, slot); }
   std::string forced_variant(const std::string& family) const { return sink_.forced_variant(family); }
+  bool shape_generic() const { return sink_.shape_generic(); }
   PlanSink& sink() const { return sink_; }
 
   // Records the variant used by the launches that follow (until the next call).

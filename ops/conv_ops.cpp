@@ -949,6 +949,37 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
              Mt, a.bias, a.residual, a.y, i32(M), i32(OH), i32(OW), i32(TH), i32(TWP), i32(Pp), a.lo, a.hi);
 }
 
+// Shape-generic defaults (KernelVariant::generic): the same build options for every row width, so
+// that a session's plans for further input shapes reuse the programs compiled for the second one
+// (PP-OCRv4's recognizer, a new width: ~2 s of kernel compilation on PoCL with the widths compiled
+// in, ~0.07-0.45 s with these).
+VariantParams dw_generic(const ConvDesc&, const DeviceCaps&, VariantParams p) {
+  p["quick"] = 1;  // the widths as arguments (where the rows are at least a vector wide: dw_valid)
+  return p;
+}
+
+VariantParams pw_generic(const ConvDesc& d, const DeviceCaps&, VariantParams p) {
+  const int64_t pixels = product(d.s.w.in);
+  int pxv = 3;
+  while (pxv > 1 && pixels < static_cast<int64_t>(p.at("pxb")) * pxv) --pxv;
+  p["pxv"] = pxv;
+  return p;
+}
+
+VariantParams pv_generic(const ConvDesc& d, const DeviceCaps&, VariantParams p) {
+  p["pxv"] = d.out3[2] >= 32 ? 2 : 1;
+  return p;
+}
+
+VariantParams packed_generic(const ConvDesc& d, const DeviceCaps& c, VariantParams p) {
+  if (!packed_narrow_registers(d, c, p.at("ocb")))
+    p["owb"] = static_cast<int>(std::min<int64_t>(8, packed_out3(d)[2]));
+  // Never the checked loads (a build option): a padded copy wherever a block meets the border,
+  // always where a fused input scale would otherwise move into the kernel's options.
+  p["pad"] = !d.pointwise && (d.scaled || packed_border_share(d, p.at("owb")) > 0) ? 1 : 0;
+  return p;
+}
+
 const KernelFamily<ConvDesc>& conv_family() {
   static const KernelFamily<ConvDesc> f{
       "conv",
@@ -962,15 +993,16 @@ const KernelFamily<ConvDesc>& conv_family() {
            dwg_preferred},
           {"depthwise", "one input channel per group (rank <= 2): row bands x channels, pixel vectors",
            {{"owb", {4, 8, 16}}, {"chans", {1, 2, 4, 8}}, {"bands", {1, 2, 4, 8, 16}}, {"quick", {0, 1}}},
-           dw_applies, dw_valid, dw_defaults, dw_run},
+           dw_applies, dw_valid, dw_defaults, dw_run, nullptr, dw_generic},
           {"pointwise", "1x1, stride 1, unpadded: GEMM with vectors along the pixels",
            {{"ocb", {4, 8}}, {"pxb", {8, 16}}, {"pxv", {1, 2, 3}}, {"order", {0, 1}}},
-           pw_applies_with_defaults, pw_valid, pw_defaults, then_plane_mean<pw_run>, pw_preferred},
+           pw_applies_with_defaults, pw_valid, pw_defaults, then_plane_mean<pw_run>, pw_preferred, pw_generic},
           {"pixvec", "short reductions (3-channel stems), stride <= 2: OCB channels x PXV 16-pixel vectors of a row",
-           {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, then_plane_mean<pv_run>, pv_preferred},
+           {{"ocb", {4, 8}}, {"pxv", {1, 2, 3}}}, pv_applies, pv_valid, pv_defaults, then_plane_mean<pv_run>, pv_preferred,
+           pv_generic},
           {"packed", "any conv: implicit GEMM, OCB channels x OWB pixels per work-item, packed weights",
            {{"ocb", {4, 8, 16}}, {"owb", {1, 2, 4, 8}}, {"order", {0, 1}}, {"ocv", {1, 2}}, {"pad", {0, 1}}},
-           packed_applies, packed_valid, packed_defaults, then_plane_mean<packed_run>},
+           packed_applies, packed_valid, packed_defaults, then_plane_mean<packed_run>, nullptr, packed_generic},
       },
       conv_key};
   return f;

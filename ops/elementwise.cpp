@@ -54,61 +54,74 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   opts += defines;
 
   // meta: output dims, then per input its strides with 0 on broadcast dims.
-  std::vector<int64_t> meta(out.shape.begin(), out.shape.end());
-  if (out.shape.empty()) meta.push_back(1);
+  std::vector<int64_t> meta;
   bool any_strided = false;
   std::vector<std::pair<int64_t, int64_t>> blocks;  // INNER and COUNT of each mode-3 input
   // The same per input (1, 1 when not mode 3); as build options for every kernel but
   // ew_binary_chunk, which takes them as arguments (and only whether INNER is 1 as an option).
   std::pair<int64_t, int64_t> block_of[3] = {{1, 1}, {1, 1}, {1, 1}};
   std::string block_opts, step_opts;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const Shape& s = inputs[k].shape;
-    int mode = 2;
-    Shape padded(nd - std::min<size_t>(nd, s.size()), 1);
-    padded.insert(padded.end(), s.begin(), s.end());
-    if (s == out.shape) mode = 0;
-    else if (numel(s) == 1) mode = 1;
-    else {
-      // One contiguous block [first, last] of output dims that the input matches exactly, with
-      // the input 1 everywhere else: index = (i / inner) % count.
-      // Output dims of extent 1 index nothing and are skipped (a [1,1,T,T] mask against [1,H,T,T]
-      // scores is the block [T,T]).
-      int first = -1, last = -1, prev = -1;  // prev: the last output dim of extent > 1 so far
-      bool block = true;
-      for (int d = 0; d < nd; ++d) {
-        if (out.shape[d] == 1) continue;
-        if (padded[d] == 1) {
-          prev = d;
-          continue;
+  const std::string base_opts = opts;
+  // Each input's indexing mode; with allow_blocks false, broadcast blocks (mode 3, whose sizes
+  // are build options outside ew_binary_chunk) are indexed by strides (mode 2) instead.
+  const auto classify = [&](bool allow_blocks) {
+    opts = base_opts;
+    meta.assign(out.shape.begin(), out.shape.end());
+    if (out.shape.empty()) meta.push_back(1);
+    any_strided = false;
+    blocks.clear();
+    for (auto& b : block_of) b = {1, 1};
+    block_opts.clear();
+    step_opts.clear();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const Shape& s = inputs[k].shape;
+      int mode = 2;
+      Shape padded(nd - std::min<size_t>(nd, s.size()), 1);
+      padded.insert(padded.end(), s.begin(), s.end());
+      if (s == out.shape) mode = 0;
+      else if (numel(s) == 1) mode = 1;
+      else {
+        // One contiguous block [first, last] of output dims that the input matches exactly, with
+        // the input 1 everywhere else: index = (i / inner) % count.
+        // Output dims of extent 1 index nothing and are skipped (a [1,1,T,T] mask against [1,H,T,T]
+        // scores is the block [T,T]).
+        int first = -1, last = -1, prev = -1;  // prev: the last output dim of extent > 1 so far
+        bool block = true;
+        for (int d = 0; d < nd; ++d) {
+          if (out.shape[d] == 1) continue;
+          if (padded[d] == 1) {
+            prev = d;
+            continue;
+          }
+          if (padded[d] != out.shape[d]) block = false;
+          if (first < 0) first = d;
+          else if (last != prev) block = false;
+          last = prev = d;
         }
-        if (padded[d] != out.shape[d]) block = false;
-        if (first < 0) first = d;
-        else if (last != prev) block = false;
-        last = prev = d;
+        if (block && first >= 0 && allow_blocks) {
+          int64_t inner = 1, count = 1;
+          for (int d = last + 1; d < nd; ++d) inner *= out.shape[d];
+          for (int d = first; d <= last; ++d) count *= out.shape[d];
+          mode = 3;
+          blocks.push_back({inner, count});
+          block_of[k] = {inner, count};
+          block_opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] +
+                        "=" + std::to_string(count) + "L";
+          if (inner == 1) step_opts += std::string(" -DSTEP") + suffix[k] + "=1";
+        }
       }
-      if (block && first >= 0) {
-        int64_t inner = 1, count = 1;
-        for (int d = last + 1; d < nd; ++d) inner *= out.shape[d];
-        for (int d = first; d <= last; ++d) count *= out.shape[d];
-        mode = 3;
-        blocks.push_back({inner, count});
-        block_of[k] = {inner, count};
-        block_opts += std::string(" -DINNER") + suffix[k] + "=" + std::to_string(inner) + "L -DCOUNT" + suffix[k] +
-                      "=" + std::to_string(count) + "L";
-        if (inner == 1) step_opts += std::string(" -DSTEP") + suffix[k] + "=1";
-      }
+      opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
+      any_strided |= mode == 2;
+      auto st = strides_of(padded);
+      for (int d = 0; d < nd; ++d) meta.push_back(padded[d] == 1 ? 0 : st[d]);
     }
-    opts += std::string(" -D") + inames[k] + "=" + std::to_string(mode);
-    any_strided |= mode == 2;
-    auto st = strides_of(padded);
-    for (int d = 0; d < nd; ++d) meta.push_back(padded[d] == 1 ? 0 : st[d]);
-  }
+  };
+  classify(true);
   const size_t local = ctx.caps().linear_local();
   std::vector<size_t> global{round_up(static_cast<size_t>(n), local)};
   if (n == 0) return;
   const std::string file = "elementwise";
-  const std::string opts_rt = opts + step_opts;  // ew_binary_chunk's
+  std::string opts_rt = opts + step_opts;  // ew_binary_chunk's
   opts += block_opts;
   if (inputs.size() == 1) {
     // Chunks of 16, 8 or 4 elements per work-item (kernels/elementwise.cl, ew_unary_chunk): with
@@ -130,7 +143,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
   const bool checked = inputs.size() == 2 && divides && is_integer(inputs[1].dtype);  // zero divisors
   // Chunks of 16, 8 or 4 outputs per work-item where no input is strided and every broadcast
   // block divides evenly (kernels/elementwise.cl, ew_binary_chunk / ew_ternary_chunk); 0: none.
-  const int64_t chunk = [&]() -> int64_t {
+  const auto chunk_size = [&]() -> int64_t {
     if (any_strided) return 0;
     for (int64_t c : {16, 8, 4}) {
       bool fits = n % c == 0;
@@ -138,7 +151,18 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
       if (fits) return c;
     }
     return 0;
-  }();
+  };
+  int64_t chunk = chunk_size();
+  // A shape-generic plan (BuildContext::shape_generic): broadcast blocks only where
+  // ew_binary_chunk takes their sizes as arguments; elsewhere strides, and no row kernel (its row
+  // length is a build option).
+  const bool generic = ctx.shape_generic();
+  if (generic && !blocks.empty() && !(inputs.size() == 2 && chunk && !checked)) {
+    classify(false);
+    chunk = chunk_size();
+    opts_rt = opts + step_opts;
+    opts += block_opts;
+  }
   const std::vector<size_t> chunks{round_up(static_cast<size_t>(chunk ? n / chunk : 0), local)};
   if (inputs.size() == 3 && chunk) {
     ctx.launch(file, "ew_ternary_chunk", opts + " -DEW_CHUNK=" + std::to_string(chunk), chunks, {local},
@@ -155,7 +179,7 @@ void launch_elementwise(BuildContext& ctx, const std::string& macro, const std::
     // Else a row per work-item where every broadcast block has the same inner extent (7x7
     // planes): the broadcast operand is constant along it (ew_binary_rows).
     const int64_t row = blocks.empty() ? 0 : blocks[0].first;
-    bool rows_fit = row >= 2 && row <= 4096 && n % row == 0;
+    bool rows_fit = !generic && row >= 2 && row <= 4096 && n % row == 0;
     for (const auto& block : blocks) rows_fit &= block.first == row;
     if (rows_fit) {
       const size_t rows = static_cast<size_t>(n / row);

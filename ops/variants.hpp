@@ -40,6 +40,10 @@ struct KernelVariant {
   // The device-class heuristic: whether the untuned choice takes this variant when it applies
   // (nullptr: always). A forced variant only needs to apply.
   bool (*preferred)(const Desc&, const DeviceCaps&) = nullptr;
+  // In a shape-generic plan (BuildContext::shape_generic): the defaults changed so that the build
+  // options no longer depend on the problem's sizes where the variant can take them at run time
+  // (nullptr: the defaults as they are). Used only where the result is valid.
+  VariantParams (*generic)(const Desc&, const DeviceCaps&, VariantParams defaults) = nullptr;
 };
 
 template <typename Desc>
@@ -245,6 +249,13 @@ void run_variant(BuildContext& ctx, const KernelFamily<Desc>& fam, const Desc& d
       if (v.applies(d, caps) && (!v.preferred || v.preferred(d, caps))) {
         chosen = &v;
         use.params = v.defaults(d, caps);
+        if (v.generic && ctx.shape_generic()) {
+          VariantParams g = v.generic(d, caps, use.params);
+          if (!v.valid || v.valid(d, caps, g)) {
+            use.params = g;
+            use.source = "heuristic, shape-generic";
+          }
+        }
         break;
       }
   if (!chosen) ctx.unsupported(std::string("no ") + fam.name + " kernel variant applies");

@@ -419,6 +419,66 @@ TEST(Conv, DepthwiseQuickKernelGivesTheSameBits) {
   }
 }
 
+// A session's plans for its second and later input shapes take kernels with the sizes as
+// arguments (SessionOptions::shape_generic -1): a depthwise conv with the row widths at run time,
+// register blocks chosen without the row width, a broadcast Mul indexed by strides. They compute
+// what the host reference does, the third shape builds no program at all (the second's serve
+// it), and the first shape's plan (kept) comes back with its specialised kernels.
+TEST(Conv, ShapeGenericPlansMatchReferenceAndShareTheirPrograms) {
+  if (const char* e = std::getenv("OCL_INFER_SHAPE_GENERIC"); e && *e) GTEST_SKIP() << "OCL_INFER_SHAPE_GENERIC is set";
+  std::mt19937 rng(23);
+  const ConvCase c1{1, 4, 8, 1, {0, 0}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  const ConvCase c2{1, 8, 8, 8, {0, 0}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
+  const ConvCase c3{1, 8, 6, 1, {0, 0}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
+  const Tensor w1 = random_tensor({8, 4, 3, 3}, rng), b1 = random_tensor({8}, rng);
+  const Tensor w2 = random_tensor({8, 1, 3, 3}, rng), b2 = random_tensor({8}, rng);
+  const Tensor w3 = random_tensor({6, 8, 1, 1}, rng), b3 = random_tensor({6}, rng);
+  ModelBuilder m;
+  m.input("x", DType::Float32, {1, 4, -1, -1}).input("s", DType::Float32, {1, 4, 1, 1}).output("y").output("z");
+  m.initializer("w1", w1).initializer("b1", b1).initializer("w2", w2).initializer("b2", b2);
+  m.initializer("w3", w3).initializer("b3", b3);
+  auto& n1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"});
+  attr_ints(n1, "pads", c1.pads);
+  m.node("Relu", {"c1"}, {"a"});
+  auto& n2 = m.node("Conv", {"a", "w2", "b2"}, {"d"});
+  attr_ints(n2, "pads", c2.pads);
+  attr_ints(n2, "strides", c2.s);
+  attr_i(n2, "group", 8);
+  m.node("Conv", {"d", "w3", "b3"}, {"y"});
+  m.node("Mul", {"x", "s"}, {"z"});  // an odd plane: no 4-wide chunks, a row kernel when specialised
+  ocl_infer::SessionOptions so;
+  so.first_run_kernels = false;  // the plans' own kernels from their first runs (no tier-up)
+  auto session = open_session(m, so);
+  // First shape (specialised), two new ones (shape-generic), then the first again (kept).
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{13, 17}, {21, 19}, {9, 31}, {13, 17}};
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const auto [H, W] = shapes[k];
+    const Tensor x = random_tensor({1, 4, H, W}, rng), sc = random_tensor({1, 4, 1, 1}, rng);
+    auto out = session.run({{"x", x}, {"s", sc}});
+    ConvCase a = c1, b = c2, d = c3;
+    a.in = {H, W};
+    Tensor ref = conv_reference(a, x, w1, &b1);
+    for (int64_t i = 0; i < ref.numel(); ++i) ref.data<float>()[i] = std::max(ref.data<float>()[i], 0.0f);
+    b.in = a.in;
+    ref = conv_reference(b, ref, w2, &b2);
+    d.in = {ref.shape[2], ref.shape[3]};
+    ref = conv_reference(d, ref, w3, &b3);
+    EXPECT_LE(rel_error(out.at("y"), ref), fp16_mode() ? 1e-2 : 1e-5) << H << "x" << W;
+    Tensor zref(DType::Float32, x.shape);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      zref.data<float>()[i] = x.data<float>()[i] * sc.data<float>()[i / (H * W)];
+    EXPECT_LE(rel_error(out.at("z"), zref), fp16_mode() ? 1e-2 : 1e-6) << H << "x" << W;
+    const std::string plan = session.dump("plan");
+    const bool generic = k == 1 || k == 2;
+    EXPECT_EQ(plan.find("shape-generic") != std::string::npos, generic) << plan;
+    EXPECT_EQ(plan.find("quick=1") != std::string::npos, generic) << plan;
+    if (k == 2) {
+      EXPECT_EQ(session.stats().programs_built + session.stats().programs_cached, 0) << plan;
+    }
+  }
+  EXPECT_EQ(session.stats().plan_reuses, 1);
+}
+
 // 1x1 convs over at least 16 pixels run as vectors along the pixels, the last vector moved back
 // to end at the last pixel; fewer pixels take the general kernel.
 TEST(Conv, PointwiseMatchesReference) {

@@ -208,6 +208,13 @@ struct SessionOptions {
   // all with 0, are computed on the device and the plan is cut into segments where their result
   // is needed (docs/architecture.md, "Control flow and data-dependent shapes").
   int64_t plan_time_input_limit = 4096;
+  // Kernels for new input shapes. Some kernels take sizes as build options (a depthwise conv's row
+  // widths, register blocks chosen for a row width), so on PoCL each new shape compiles kernels
+  // (seconds). -1: the first shape's plan gets those specialised kernels, the plans of later
+  // shapes kernels with the sizes at run time where one exists (compiled once, then shared by
+  // every further shape; some run slower, e.g. depthwise convs); $OCL_INFER_SHAPE_GENERIC=0 / 1
+  // overrides. 0: always specialised. 1: shape-generic from the first plan.
+  int shape_generic = -1;
 };
 
 // One kernel variant of a family (conv, gemm, pool), for SessionOptions::kernel_variants.

@@ -79,6 +79,9 @@ class SessionOptions:
     tune_budget_seconds: float = 0.0
     keep_warm: int = -1
     plan_time_input_limit: int = 4096
+    shape_generic: int = -1
+    """-1: plans of a session's second and later input shapes use kernels with the sizes at run
+    time (compiled once for all shapes); 0: kernels specialised for every shape; 1: generic always."""
     profiling: bool = False
     """Record per-kernel OpenCL event timings on every run (see InferenceSession.profile)."""
     log: Optional[Callable[[str], None]] = None

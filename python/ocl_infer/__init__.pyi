@@ -28,6 +28,7 @@ class SessionOptions:
     tune: bool
     tune_budget_seconds: float
     keep_warm: int
+    shape_generic: int
     plan_time_input_limit: int
     profiling: bool
     log: Optional[Callable[[str], None]]
@@ -41,6 +42,7 @@ class SessionOptions:
                  disabled_passes: Optional[List[str]] = ..., plan_memory: bool = ..., max_memory_bytes: int = ...,
                  kernel_variants: Optional[str] = ..., tuning_cache: Optional[str] = ..., tune: bool = ...,
                  tune_budget_seconds: float = ..., keep_warm: int = ..., plan_time_input_limit: int = ...,
+                 shape_generic: int = ...,
                  profiling: bool = ..., log: Optional[Callable[[str], None]] = ...) -> None: ...
 
 class RunOptions:

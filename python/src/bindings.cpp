@@ -156,6 +156,7 @@ ocl_infer::SessionOptions session_options(const py::dict& o) {
     else if (key == "tune_budget_seconds") s.tune_budget_seconds = v.cast<double>();
     else if (key == "keep_warm") s.keep_warm = v.cast<int>();
     else if (key == "plan_time_input_limit") s.plan_time_input_limit = v.cast<int64_t>();
+    else if (key == "shape_generic") s.shape_generic = v.cast<int>();
     else if (key == "log") {
       // Called from the session's threads: take the GIL for the Python callable.
       auto fn = std::make_shared<py::object>(py::reinterpret_borrow<py::object>(v));

@@ -218,6 +218,7 @@ class Lowering : public PlanSink {
     auto it = o_.forced_variants.find(family);
     return it == o_.forced_variants.end() ? "" : it->second;
   }
+  bool shape_generic() const override { return o_.shape_generic; }
 
   // Output 0 of a view node shares input 0's storage: the buffer planner placed both at the same
   // arena offset (a view of a view at an offset has its own sub-buffer over the same bytes), or,

@@ -33,6 +33,11 @@ struct PlanOptions {
   // Whether launches may run their first-run kernels (Launch::first_run_options) while the plan's
   // own kernels are not compiled yet (runtime/exec/compile_helpers.hpp, tier-up).
   bool first_run_kernels = false;
+  // Kernels whose build options do not depend on the sizes where a variant offers them (depthwise
+  // convs with the row widths at run time, conv register blocks chosen without the row width,
+  // broadcasts with their block sizes at run time): a session's plan for a second input shape and
+  // later ones, so that further shapes reuse the compiled programs (ops/variants.hpp).
+  bool shape_generic = false;
 };
 
 struct Plan {

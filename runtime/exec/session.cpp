@@ -76,6 +76,15 @@ struct Session::Impl {
     bool ran = false;
   };
   std::deque<KeptPlan> kept_plans;
+  // Shape-generic plans (SessionOptions::shape_generic, PlanOptions::shape_generic): set from the
+  // start with 1, or when a second input shape is planned with -1.
+  bool generic_plans = false;
+  std::string first_plan_key;  // the input shapes of the session's first plan
+  int shape_generic_mode() const {
+    if (const char* e = std::getenv("OCL_INFER_SHAPE_GENERIC"); e && (std::string(e) == "0" || std::string(e) == "1"))
+      return e[0] - '0';
+    return options.shape_generic;
+  }
   static constexpr size_t kMaxKeptPlans = 8;
   static uint64_t plan_bytes(const oi::Plan& p) {
     return static_cast<uint64_t>(p.activation_bytes) + p.weight_bytes + p.scratch_bytes;
@@ -387,6 +396,7 @@ struct Session::Impl {
     po.budget_source = memory_limit_source;
     po.tuner = tuner.get();
     po.allow_segments = true;
+    po.shape_generic = generic_plans || shape_generic_mode() == 1;
     return po;
   }
 
@@ -650,6 +660,12 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   if (!s.plan) {
     auto t0 = std::chrono::steady_clock::now();
     s.plan_ran = false;
+    if (s.first_plan_key.empty()) s.first_plan_key = key;
+    if (key != s.first_plan_key && !s.generic_plans && s.shape_generic_mode() == -1) {
+      s.generic_plans = true;
+      s.log("plan: a second input shape: this plan and later ones take kernels with the sizes as arguments where "
+            "there are such (compiled once for every further shape; SessionOptions::shape_generic)");
+    }
     double compile_before = s.cl->compile_stats().compile_ms;
     int built_before = s.cl->compile_stats().built, cached_before = s.cl->compile_stats().cached,
         bundled_before = s.cl->compile_stats().bundled;
