@@ -98,7 +98,8 @@ typedef float real;
 #elif defined(OP_ROUND)
 #define F(x) rint(x)  // round half to even, as ONNX requires
 #elif defined(OP_SIGN)
-#define F(x) ((x) > (CA)0 ? (CA)1 : ((x) < (CA)0 ? (CA)-1 : (CA)0))
+// NaN stays NaN (x != x only for NaN), as numpy and ONNX Runtime.
+#define F(x) ((x) != (x) ? (x) : ((x) > (CA)0 ? (CA)1 : ((x) < (CA)0 ? (CA)-1 : (CA)0)))
 #elif defined(OP_ERF) && defined(USE_FP64)
 #define F(x) erf(x)
 #elif defined(OP_ERF)
@@ -141,6 +142,10 @@ typedef float real;
 #define F(x) (isinf(x) && (((x) > 0 && ALPHA != 0) || ((x) < 0 && BETA != 0)))
 #elif defined(OP_CAST_BOOL)
 #define F(x) ((x) != (CA)0)
+#elif defined(OP_CAST) && defined(CAST_VIA_LONG)
+// Float to uint32 / uint64 through int64, as the host fold (and ONNX Runtime on x86) does: a
+// negative value wraps (-2.5 -> 2^32 - 2) instead of the conversion instruction's saturation.
+#define F(x) ((long)(x))
 #elif defined(OP_CAST)
 #define F(x) (x)
 #elif defined(OP_SCALE)
@@ -169,9 +174,10 @@ typedef float real;
 #define G(a, b) pow((real)(a), (real)(b))
 #endif
 #elif defined(OP_MIN)
-#define G(a, b) (isnan((real)(a)) ? (a) : ((a) < (b) || isnan((real)(b)) ? (a) : (b)))
+// A NaN in either operand gives NaN (numpy's minimum / maximum, ONNX Runtime).
+#define G(a, b) (isnan((real)(a)) ? (a) : isnan((real)(b)) ? (b) : ((a) < (b) ? (a) : (b)))
 #elif defined(OP_MAX)
-#define G(a, b) (isnan((real)(a)) ? (a) : ((a) > (b) || isnan((real)(b)) ? (a) : (b)))
+#define G(a, b) (isnan((real)(a)) ? (a) : isnan((real)(b)) ? (b) : ((a) > (b) ? (a) : (b)))
 #elif defined(OP_EQUAL)
 #define G(a, b) ((a) == (b))
 #elif defined(OP_LESS)

@@ -6,7 +6,7 @@
 //   -DIDX=int                              32-bit offset arithmetic when every offset fits
 //
 // p holds ndim output dims, ndim input dims, ndim leading pads (negative pads crop), ndim input
-// strides. `value` is a one-element buffer with the constant, already in the tensor's type (it
+// strides, and with MODE_WRAP ndim starts and ndim lengths of the part negative pads leave. `value` is a one-element buffer with the constant, already in the tensor's type (it
 // may be the node's runtime constant_value input).
 #ifndef IDX
 #define IDX long
@@ -32,9 +32,13 @@ __kernel void pad_generic(__global const E* src, __global E* dst, __global const
 #elif defined(MODE_EDGE)
       c = c < 0 ? 0 : len - 1;
 #elif defined(MODE_WRAP)
-      // As if the input were a torus (Pad-19); pads wider than the input wrap again.
-      c %= len;
-      if (c < 0) c += len;
+      // As if the input were a torus (Pad-19); pads wider than the input wrap again. Negative pads
+      // crop first: the wrap goes around the part they leave, from p[4 ndim + d], p[5 ndim + d] long
+      // (ONNX Runtime's order).
+      const IDX lo = (IDX)p[4 * ndim + d], span = (IDX)p[5 * ndim + d];
+      c = (c - lo) % span;
+      if (c < 0) c += span;
+      c += lo;
 #else
       // numpy's reflect (edge not repeated), folded with period 2(len-1) so pads wider than the
       // input keep reflecting.

@@ -431,7 +431,10 @@ __kernel void pool_max_rows(__global const T* restrict X, __global YT* restrict 
 // 8-float vectors into a ring of KH rows (SEP_W floats each, a multiple of 8 >= OW), then each
 // output row is the maximum of the ring rows its window covers. 2 * (KH + KW) vector comparisons
 // per 8 outputs instead of KH * KW per output. Windows hold at least one input element (the host
-// checks), so the -inf padding never wins over an input value (or -inf ties with it).
+// checks), so the -inf padding never wins over an input value (or -inf ties with it). Each pass
+// takes a value only where it is greater (as the other MaxPool kernels' fold): a NaN after the
+// first tap of a pass changes nothing (x86's vmaxps, which OpenCL's max() became here, returned
+// whatever came after a NaN: [3, NaN, 1, 2] gave 2).
 __kernel void pool_max_sep(__global const T* restrict X, __global YT* restrict Y, int H, int W, int OH, int OW,
                            int ph, int pw, int planes) {
   const int nc = get_global_id(0);
@@ -452,14 +455,20 @@ __kernel void pool_max_sep(__global const T* restrict X, __global YT* restrict Y
       for (int v = 0; v < vecs; ++v) {
         float8 best = vload8(0, row + v * 8);
 #pragma unroll
-        for (int kw = 1; kw < WIN_KW; ++kw) best = max(best, vload8(0, row + v * 8 + kw));
+        for (int kw = 1; kw < WIN_KW; ++kw) {
+          const float8 t = vload8(0, row + v * 8 + kw);
+          best = select(best, t, t > best);
+        }
         vstore8(best, 0, r + v * 8);
       }
     }
     __global YT* yr = y + (long)oh * OW;
     for (int v = 0; v < vecs; ++v) {
       float8 best = vload8(0, ring[lo % WIN_KH] + v * 8);
-      for (int ih = lo + 1; ih < hi; ++ih) best = max(best, vload8(0, ring[ih % WIN_KH] + v * 8));
+      for (int ih = lo + 1; ih < hi; ++ih) {
+        const float8 t = vload8(0, ring[ih % WIN_KH] + v * 8);
+        best = select(best, t, t > best);
+      }
       if (v * 8 + 8 <= OW) {
         STN(YS, 8, yr + v * 8, 0, best);
       } else {

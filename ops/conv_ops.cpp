@@ -1117,10 +1117,13 @@ ConvTransposeShape conv_transpose_shape(const OpContext& ctx) {
     if (same || !out_shape.empty()) {
       w.out[i] = !out_shape.empty() ? out_shape[i] : w.in[i] * w.s[i];
       const int64_t total = full - w.out[i];
+      // With output_shape the pads attribute is ignored and the padding split as the spec's
+      // equations say: SAME_UPPER puts the odd one at the end, everything else at the start (ONNX
+      // Runtime likewise). An output longer than the full extent gets zeros at the end.
       if (same)
         w.pb[i] = auto_pad == "SAME_UPPER" ? floor_div(total, 2) : total - floor_div(total, 2);
       else
-        w.pb[i] = pads[i];
+        w.pb[i] = total > 0 ? total - total / 2 : 0;
     } else {
       const bool valid = auto_pad == "VALID";
       w.pb[i] = valid ? 0 : pads[i];

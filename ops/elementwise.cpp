@@ -250,7 +250,7 @@ const UnaryOp kUnary[] = {
     {"Floor", "FLOOR", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::floor(x); }},
     {"Ceil", "CEIL", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::ceil(x); }},
     {"Round", "ROUND", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::nearbyint(x); }},
-    {"Sign", "SIGN", Accepts::Numeric, Out::Same, {}, {}, [](double x, double, double) { return double((x > 0) - (x < 0)); }},
+    {"Sign", "SIGN", Accepts::Numeric, Out::Same, {}, {}, [](double x, double, double) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); }},
     {"Erf", "ERF", Accepts::Float, Out::Same, {}, {}, [](double x, double, double) { return std::erf(x); }},
     {"Not", "NOT", Accepts::Bool, Out::Same, {}, {}, [](double x, double, double) { return double(x == 0); }},
     {"Sin", "SIN", Accepts::Float, Out::Same, {}, {}, nullptr},
@@ -326,6 +326,18 @@ void unary_host(OpContext& ctx) {
   const Tensor& x = ctx.in_data(0);
   Tensor y(u.out == Out::Bool ? DType::Bool : x.dtype, x.shape);
   double a = param(ctx.node(), u.alpha), b = param(ctx.node(), u.beta);
+  // Integer Neg / Abs / Sign exactly in int64 (through double, 2^53 + 1 became 2^53), wrapping as
+  // the device does (-INT64_MIN is INT64_MIN).
+  const std::string& op = ctx.node().op_type;
+  if (is_integer(x.dtype) && u.out != Out::Bool && (op == "Neg" || op == "Abs" || op == "Sign")) {
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const int64_t v = host_get_i(x, i);
+      const int64_t neg = static_cast<int64_t>(0 - static_cast<uint64_t>(v));
+      host_set_i(y, i, op == "Sign" ? (v > 0) - (v < 0) : op == "Neg" || v < 0 ? neg : v);
+    }
+    ctx.set_out_data(0, std::move(y));
+    return;
+  }
   for (int64_t i = 0; i < x.numel(); ++i) host_set_f(y, i, u.host(host_get_f(x, i), a, b));
   ctx.set_out_data(0, std::move(y));
 }
@@ -520,6 +532,8 @@ void variadic_infer(OpContext& ctx) {
   if (ctx.num_inputs() < 1) ctx.fail("needs at least one input");
   DType t = ctx.in_type(0);
   check_accepts(ctx, Accepts::Numeric, t);
+  // Mean is defined on float types only (an integer mean would need its own rounding rule).
+  if (ctx.node().op_type == "Mean" && !is_float(t)) ctx.fail(std::string("Mean takes float tensors, not ") + ocl_infer::dtype_name(t));
   Shape s = ctx.in_shape(0);
   for (int k = 1; k < ctx.num_inputs(); ++k) {
     if (ctx.in_type(k) != t) ctx.fail("input types differ");
@@ -532,14 +546,31 @@ void variadic_host(OpContext& ctx) {
   const std::string& op = ctx.node().op_type;
   const Value& o = ctx.out_value(0);
   Tensor y(o.dtype, o.shape);
+  // Integers exactly in int64 (Sum wrapping as the device's additions do).
+  if (is_integer(o.dtype)) {
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      int64_t acc = 0;
+      for (int k = 0; k < ctx.num_inputs(); ++k) {
+        const Tensor& x = ctx.in_data(k);
+        const int64_t v = host_get_i(x, broadcast_index(y.shape, x.shape, i));
+        if (k == 0) acc = v;
+        else if (op == "Min") acc = std::min(acc, v);
+        else if (op == "Max") acc = std::max(acc, v);
+        else acc = static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+      }
+      host_set_i(y, i, acc);
+    }
+    ctx.set_out_data(0, std::move(y));
+    return;
+  }
   for (int64_t i = 0; i < y.numel(); ++i) {
     double acc = 0;
     for (int k = 0; k < ctx.num_inputs(); ++k) {
       const Tensor& x = ctx.in_data(k);
       double v = host_get_f(x, broadcast_index(y.shape, x.shape, i));
       if (k == 0) acc = v;
-      else if (op == "Min") acc = std::min(acc, v);
-      else if (op == "Max") acc = std::max(acc, v);
+      else if (op == "Min") acc = std::isnan(acc) || std::isnan(v) ? std::nan("") : std::min(acc, v);
+      else if (op == "Max") acc = std::isnan(acc) || std::isnan(v) ? std::nan("") : std::max(acc, v);
       else acc += v;
     }
     if (op == "Mean") acc /= ctx.num_inputs();
@@ -656,7 +687,9 @@ void cast_host(OpContext& ctx) {
 
 void cast_build(BuildContext& ctx) {
   const DType to = ctx.out_value(0).dtype;
-  launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.input(0)}, ctx.output(0));
+  const bool via_long = is_float(ctx.input(0).dtype) && (to == DType::UInt32 || to == DType::UInt64);
+  launch_elementwise(ctx, to == DType::Bool ? "CAST_BOOL" : "CAST", {ctx.input(0)}, ctx.output(0),
+                     via_long ? " -DCAST_VIA_LONG" : "");
 }
 
 // One operation per output element.

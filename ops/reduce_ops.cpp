@@ -199,6 +199,12 @@ void reduce_host(OpContext& ctx) {
   Tensor y(x.dtype, reduced_shape(x.shape, ax));
   if (ax.noop) {
     y.bytes = x.bytes;
+    // The elementwise part of the reduction still applies (noop_elementwise).
+    if (op == "SUMSQUARE" || op == "L1" || op == "L2" || op == "LOGSUM")
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        const double v = host_get_f(x, i);
+        host_set_f(y, i, op == "SUMSQUARE" ? v * v : op == "LOGSUM" ? std::log(v) : std::fabs(v));
+      }
     ctx.set_out_data(0, std::move(y));
     return;
   }
@@ -328,8 +334,14 @@ void reduce_build(BuildContext& ctx) {
   const ReduceAxes ax = reduce_axes(ctx);
   if (ax.noop) {
     // A copy, not a view: whether this node is a view is known only per node, and the buffer
-    // planner decides views per op type.
-    launch_elementwise(ctx, "CAST", {ctx.input(0)}, ctx.output(0));
+    // planner decides views per op type. The reductions with an elementwise part apply it, as the
+    // ONNX reference and ONNX Runtime do (ReduceSumSquare squares, ReduceL1 / ReduceL2 take the
+    // magnitude, ReduceLogSum the log).
+    const std::string m = find_reduce(n.op_type).macro;
+    if (m == "SUMSQUARE") launch_elementwise(ctx, "MUL", {ctx.input(0), ctx.input(0)}, ctx.output(0));
+    else if (m == "L1" || m == "L2") launch_elementwise(ctx, "ABS", {ctx.input(0)}, ctx.output(0));
+    else if (m == "LOGSUM") launch_elementwise(ctx, "LOG", {ctx.input(0)}, ctx.output(0));
+    else launch_elementwise(ctx, "CAST", {ctx.input(0)}, ctx.output(0));
     return;
   }
   const DType t = ctx.input(0).dtype;

@@ -121,12 +121,14 @@ SliceSpec slice_spec(const OpContext& ctx) {
     if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      if (e > b) count = (e - b + step - 1) / step;
+      // (e - b - 1) / step + 1 rather than (e - b + step - 1) / step, which overflows for steps
+      // near INT64_MAX (x[0::2^63-1] is one element).
+      if (e > b) count = (e - b - 1) / step + 1;
     } else if (dim > 0) {
       b = std::clamp<int64_t>(b, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
       // -step may overflow only for INT64_MIN, where one element is all a slice can take.
-      if (b > e) count = step == INT64_MIN ? 1 : (b - e + (-step) - 1) / (-step);
+      if (b > e) count = step == INT64_MIN ? 1 : (b - e - 1) / (-step) + 1;
     }
     s.out[a] = count;
     s.start[a] = count > 0 ? b : 0;
@@ -146,7 +148,8 @@ std::vector<CopyView> slice_views(const OpContext& ctx) {
   v.dims = s.out;
   v.out_strides = strides_of(s.out);
   for (size_t d = 0; d < st.size(); ++d) {
-    v.in_strides.push_back(st[d] * s.step[d]);
+    // A dim of at most one element never moves along its stride (a huge step would overflow it).
+    v.in_strides.push_back(s.out[d] > 1 ? st[d] * s.step[d] : 0);
     v.in_offset += s.start[d] * st[d];
   }
   return {v};
@@ -660,6 +663,11 @@ void pad_infer(OpContext& ctx) {
     if (out[d] < 0) ctx.fail("pads crop more than dim " + std::to_string(d) + " holds");
     if (p.mode != "constant" && in[d] == 0 && out[d] > 0)
       ctx.fail("cannot " + p.mode + "-pad an empty dim " + std::to_string(d));
+    // wrap crops first (negative pads), then wraps around what is left (ONNX Runtime).
+    if (p.mode == "wrap" && out[d] > in[d] + std::min<int64_t>(0, p.begin[d]) + std::min<int64_t>(0, p.end[d]) &&
+        in[d] + std::min<int64_t>(0, p.begin[d]) + std::min<int64_t>(0, p.end[d]) <= 0)
+      ctx.fail("wrap pads " + shape_to_string(p.begin) + " / " + shape_to_string(p.end) + " crop dim " +
+               std::to_string(d) + " to nothing and then pad it");
     // Reflection mirrors the input once: a pad must be shorter than the dim (numpy and ONNX
     // Runtime refuse wider ones too).
     if (p.mode == "reflect" && (p.begin[d] >= in[d] || p.end[d] >= in[d]) && (p.begin[d] > 0 || p.end[d] > 0))
@@ -707,8 +715,11 @@ void pad_host(OpContext& ctx) {
         if (p.mode == "edge" || len == 1) {
           c = c < 0 ? 0 : len - 1;
         } else if (p.mode == "wrap") {
-          c %= len;
-          if (c < 0) c += len;
+          // Around the part that negative pads leave: [lo, hi).
+          const int64_t lo = std::max<int64_t>(0, -p.begin[d]), span = len - lo - std::max<int64_t>(0, -p.end[d]);
+          c = (c - lo) % span;
+          if (c < 0) c += span;
+          c += lo;
         } else {
           const int64_t period = 2 * (len - 1);
           c %= period;
@@ -735,6 +746,12 @@ void pad_build(BuildContext& ctx) {
   prm.insert(prm.end(), p.begin.begin(), p.begin.end());
   auto st = strides_of(in);
   prm.insert(prm.end(), st.begin(), st.end());
+  // wrap: per dim the start of the part negative pads leave, and its length.
+  if (p.mode == "wrap") {
+    for (size_t d = 0; d < in.size(); ++d) prm.push_back(std::max<int64_t>(0, -p.begin[d]));
+    for (size_t d = 0; d < in.size(); ++d)
+      prm.push_back(in[d] - std::max<int64_t>(0, -p.begin[d]) - std::max<int64_t>(0, -p.end[d]));
+  }
   // A runtime constant_value is read straight from its buffer.
   cl_mem value;
   if (ctx.opset() >= 11 && ctx.has_input(2)) {

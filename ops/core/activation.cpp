@@ -113,6 +113,10 @@ bool activation_of_node(const Graph& g, const Node& n, Epilogue* e) {
     for (size_t k = 1; k < n.inputs.size(); ++k)
       if (n.inputs[k] >= 0) return false;
   }
+  // Clip with min > max sets every value to max (Clip-11 and later say so; Clip-6 is the same
+  // min(max(x, min), max)). The kernels clamp as x < min ? min : x > max ? max : x, which gives min
+  // below it; with min lowered to max both give max, and NaN still passes.
+  if (n.op_type == "Clip" && alpha > beta) alpha = beta;
   e->act = a;
   e->alpha = static_cast<float>(alpha);
   e->beta = static_cast<float>(beta);
