@@ -949,10 +949,13 @@ void winograd_run(BuildContext& ctx, const ConvDesc& d, const VariantParams&) {
              Mt, a.bias, a.residual, a.y, i32(M), i32(OH), i32(OW), i32(TH), i32(TWP), i32(Pp), a.lo, a.hi);
 }
 
-// Shape-generic defaults (KernelVariant::generic): the same build options for every row width, so
-// that a session's plans for further input shapes reuse the programs compiled for the second one
-// (PP-OCRv4's recognizer, a new width: ~2 s of kernel compilation on PoCL with the widths compiled
-// in, ~0.07-0.45 s with these).
+// Shape-generic defaults (KernelVariant::generic): build options that do not follow the row width,
+// so that a session's plans for further input shapes reuse the programs compiled for the second
+// one (PP-OCRv4's recognizer, a new width on the 2-core Xeon: 2.2-2.6 s of kernel compilation with
+// the widths compiled in, 44-49 ms with these). The price is the depthwise kernel with the widths
+// as arguments (quick=1): 2-2.3x the specialised one's time there (the recognizer's depthwise
+// convs 5.3 -> 12.3 ms, the whole model 1.22x; the PP-OCRv4 detector 1.01x, mobilenet_v2 1.3x);
+// without it, each new shape compiled its depthwise programs (2.2-2.6 s, as before).
 VariantParams dw_generic(const ConvDesc&, const DeviceCaps&, VariantParams p) {
   p["quick"] = 1;  // the widths as arguments (where the rows are at least a vector wide: dw_valid)
   return p;
@@ -972,8 +975,12 @@ VariantParams pv_generic(const ConvDesc& d, const DeviceCaps&, VariantParams p) 
 }
 
 VariantParams packed_generic(const ConvDesc& d, const DeviceCaps& c, VariantParams p) {
-  if (!packed_narrow_registers(d, c, p.at("ocb")))
-    p["owb"] = static_cast<int>(std::min<int64_t>(8, packed_out3(d)[2]));
+  if (!packed_narrow_registers(d, c, p.at("ocb"))) {
+    // 8 pixels, or 7 where 7 divides the row and 8 does not (7x7 and 14x14 planes): at most two
+    // programs per conv.
+    const int64_t w = packed_out3(d)[2];
+    p["owb"] = static_cast<int>(w % 8 != 0 && w % 7 == 0 ? 7 : std::min<int64_t>(8, w));
+  }
   // Never the checked loads (a build option): a padded copy wherever a block meets the border,
   // always where a fused input scale would otherwise move into the kernel's options.
   p["pad"] = !d.pointwise && (d.scaled || packed_border_share(d, p.at("owb")) > 0) ? 1 : 0;

@@ -419,11 +419,11 @@ TEST(Conv, DepthwiseQuickKernelGivesTheSameBits) {
   }
 }
 
-// A session's plans for its second and later input shapes take kernels with the sizes as
-// arguments (SessionOptions::shape_generic -1): a depthwise conv with the row widths at run time,
-// register blocks chosen without the row width, a broadcast Mul indexed by strides. They compute
-// what the host reference does, the third shape builds no program at all (the second's serve
-// it), and the first shape's plan (kept) comes back with its specialised kernels.
+// A session's plans for its second and later input shapes take kernels whose build options do not
+// follow the sizes (SessionOptions::shape_generic -1): a depthwise conv with the row widths at run
+// time, register blocks chosen without the row width, a broadcast Mul indexed by strides. They
+// compute what the host reference does, the third shape builds no program at all (the second's
+// serve it), and the first shape's plan (kept) comes back with its specialised kernels.
 TEST(Conv, ShapeGenericPlansMatchReferenceAndShareTheirPrograms) {
   if (const char* e = std::getenv("OCL_INFER_SHAPE_GENERIC"); e && *e) GTEST_SKIP() << "OCL_INFER_SHAPE_GENERIC is set";
   std::mt19937 rng(23);
