@@ -137,6 +137,22 @@ def test_dynamic_shapes_and_output_selection(models):
         assert value.shape[0] == 1
 
 
+def test_alternating_shapes_keep_their_plans(models):
+    # Shapes that come back take their kept plan (stats: plan_reuses); every run's result is its own
+    # input's, with the default shape_generic and with it off and on from the start.
+    b = np.linspace(-1, 1, 3, dtype=np.float32).reshape(1, 3, 1)
+    shapes = [(1, 3, 5), (4, 3, 17), (1, 3, 5), (2, 3, 9), (4, 3, 17), (1, 3, 5)]
+    for generic in (-1, 0, 1):
+        sess = ocl_infer.InferenceSession(models["dynamic"], shape_generic=generic)
+        for k, shape in enumerate(shapes):
+            x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
+            y, z = sess.run(None, {"x": x})
+            np.testing.assert_allclose(y, x * 2 + b, rtol=1e-6, atol=1e-6)
+            np.testing.assert_array_equal(z, np.maximum(x, 0))
+        stats = sess.stats()
+        assert stats["plan_reuses"] == 3 and stats["plans_kept"] == 2, (generic, stats)
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "float16", "float64"])
 def test_dtypes_exact(models, dtype):
     sess = ocl_infer.InferenceSession(models[dtype])
