@@ -40,10 +40,11 @@
 #define REDUCE(a, u) ((a) + (u))
 #elif defined(RED_MUL)
 #define REDUCE(a, u) ((a) * (u))
+// max / min: a NaN on either side gives NaN, as the Max and Min operators (x != x only for NaN).
 #elif defined(RED_MAX)
-#define REDUCE(a, u) ((u) > (a) ? (u) : (a))
+#define REDUCE(a, u) ((a) != (a) ? (a) : (u) != (u) ? (u) : (u) > (a) ? (u) : (a))
 #elif defined(RED_MIN)
-#define REDUCE(a, u) ((u) < (a) ? (u) : (a))
+#define REDUCE(a, u) ((a) != (a) ? (a) : (u) != (u) ? (u) : (u) < (a) ? (u) : (a))
 #endif
 #endif  // T
 

@@ -2,6 +2,7 @@
 // constructors OneHot, EyeLike, Trilu and CumSum. Kernels in kernels/scatter.cl (see its header
 // for how scatters with reductions stay deterministic and what that costs).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ops/copy_view.hpp"
@@ -94,8 +95,9 @@ void host_reduce(Tensor& out, int64_t o, const Tensor& upd, int64_t u, Reduction
     switch (r) {
       case Reduction::Add: v = a + b; break;
       case Reduction::Mul: v = a * b; break;
-      case Reduction::Max: v = b > a ? b : a; break;
-      case Reduction::Min: v = b < a ? b : a; break;
+      // NaN on either side gives NaN (kernels/scatter.cl, as the Max and Min operators).
+      case Reduction::Max: v = std::isnan(a) ? a : std::isnan(b) ? b : b > a ? b : a; break;
+      case Reduction::Min: v = std::isnan(a) ? a : std::isnan(b) ? b : b < a ? b : a; break;
       case Reduction::None: break;
     }
     host_set_f(out, o, v);

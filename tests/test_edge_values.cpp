@@ -63,6 +63,30 @@ TEST(EdgeValues, NanThroughMaxMinAndSign) {
   expect_same(as_floats(out.at("sg")), {kNaN, 1, -1, 1}, "Sign");
 }
 
+// ScatterND's max / min reductions give NaN where the kept value or an update is NaN (an update's
+// NaN was dropped), on the device and folded.
+TEST(EdgeValues, ScatterReductionsPropagateNan) {
+  for (const bool constant : {false, true}) {
+    ModelBuilder m(18);
+    m.input("dummy", DType::Float32, {1}).output("d").output("mx").output("mn");
+    m.node("Identity", {"dummy"}, {"d"});
+    const std::vector<float> data = {1, kNaN, 3, 4}, upd = {kNaN, 5, 2};
+    if (constant) m.initializer("x", floats({4}, data)).initializer("u", floats({3}, upd));
+    else m.input("x", DType::Float32, {4}).input("u", DType::Float32, {3});
+    m.initializer("i", int64s({3, 1}, {0, 1, 2}));
+    attr_s(m.node("ScatterND", {"x", "i", "u"}, {"mx"}), "reduction", "max");
+    attr_s(m.node("ScatterND", {"x", "i", "u"}, {"mn"}), "reduction", "min");
+    std::map<std::string, Tensor> feeds{{"dummy", floats({1}, {0})}};
+    if (!constant) {
+      feeds["x"] = floats({4}, data);
+      feeds["u"] = floats({3}, upd);
+    }
+    auto out = run_model(m, feeds);
+    expect_same(as_floats(out.at("mx")), {kNaN, kNaN, 3, 4}, constant ? "max folded" : "max");
+    expect_same(as_floats(out.at("mn")), {kNaN, kNaN, 2, 4}, constant ? "min folded" : "min");
+  }
+}
+
 // The separable MaxPool (stride 1) skips a NaN after a pass's first tap, as the other MaxPool
 // kernels do ([3, NaN, 1, 2] gave 2: the maximum of what followed the NaN).
 TEST(EdgeValues, MaxPoolSeparableSkipsNanAfterTheFirstTap) {
