@@ -472,7 +472,8 @@ TEST(Conv, ShapeGenericPlansMatchReferenceAndShareTheirPrograms) {
     const bool generic = k == 1 || k == 2;
     EXPECT_EQ(plan.find("shape-generic") != std::string::npos, generic) << plan;
     EXPECT_EQ(plan.find("quick=1") != std::string::npos, generic) << plan;
-    if (k == 2) {
+    // (Not in fp16 mode: the test's casts to and from float16 take chunks of 16, 8 or 4 by size.)
+    if (k == 2 && !fp16_mode()) {
       EXPECT_EQ(session.stats().programs_built + session.stats().programs_cached, 0) << plan;
     }
   }

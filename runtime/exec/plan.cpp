@@ -262,6 +262,7 @@ class Lowering : public PlanSink {
 Plan build_plan(const Graph& model, const std::map<int, const Tensor*>& inputs, const std::set<int>& plan_time,
                 ClRuntime& cl, const PlanOptions& options) {
   Plan p;
+  p.shape_generic = options.shape_generic;
   CompileOptions co;
   co.optimizer = options.optimizer;
   co.precision = options.precision;

@@ -75,6 +75,8 @@ struct Plan {
   int first_run_kernels = 0;
   int unoptimized_first_run = 0;  // of those, launches of unoptimised code (kUnoptimizedFlag)
   uint64_t tier_id = 0;
+  // Built with PlanOptions::shape_generic (a rebuild of the plan, its tier-up, keeps it).
+  bool shape_generic = false;
   std::vector<std::pair<std::string, std::string>> tier_bundle;
 
   const Graph& graph() const { return compiled.graph; }

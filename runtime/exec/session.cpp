@@ -427,6 +427,7 @@ struct Session::Impl {
     oi::PlanOptions po = plan_options();
     // Done: build_plan loads the bundle the helper compiled. Otherwise the plan's own kernels.
     po.first_run_kernels = state == oi::TierState::Done;
+    po.shape_generic = plan->shape_generic;  // the first shape's plan stays specialised
     const auto t0 = std::chrono::steady_clock::now();
     try {
       auto again = std::make_unique<oi::Plan>(oi::build_plan(model, ins, plan_time, *cl, po));
