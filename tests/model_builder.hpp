@@ -146,7 +146,7 @@ inline Tensor random_tensor(const std::vector<int64_t>& shape, std::mt19937& rng
 
 inline Tensor make_tensor(DType dt, const std::vector<int64_t>& shape, const void* data) {
   Tensor t(dt, shape);
-  std::memcpy(t.bytes.data(), data, t.bytes.size());
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), data, t.bytes.size());  // (data may be null when empty)
   return t;
 }
 
