@@ -6,7 +6,8 @@
 //   -DIDX=int                              32-bit offset arithmetic when every offset fits
 //
 // p holds ndim output dims, ndim input dims, ndim leading pads (negative pads crop), ndim input
-// strides, and with MODE_WRAP ndim starts and ndim lengths of the part negative pads leave. `value` is a one-element buffer with the constant, already in the tensor's type (it
+// strides, and with MODE_WRAP ndim starts and ndim lengths of the part negative pads leave.
+// `value` is a one-element buffer with the constant, already in the tensor's type (it
 // may be the node's runtime constant_value input).
 #ifndef IDX
 #define IDX long

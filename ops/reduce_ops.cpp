@@ -199,7 +199,7 @@ void reduce_host(OpContext& ctx) {
   Tensor y(x.dtype, reduced_shape(x.shape, ax));
   if (ax.noop) {
     y.bytes = x.bytes;
-    // The elementwise part of the reduction still applies (noop_elementwise).
+    // The elementwise part of the reduction still applies (as reduce_build does).
     if (op == "SUMSQUARE" || op == "L1" || op == "L2" || op == "LOGSUM")
       for (int64_t i = 0; i < y.numel(); ++i) {
         const double v = host_get_f(x, i);
