@@ -188,16 +188,20 @@ assert r["precision"] == "fp16" and len(r["nodes"]) == 1 and r["nodes"][0]["op_t
 assert r["nodes"][0]["max_rel_error"] == 0 and r["outputs"][0]["name"] == "y", r' \
   && echo "ok: --check-precision --json" || { echo "FAIL: --check-precision --json"; fail=$((fail+1)); }
 # Keep-warm: a bad count is a usage error; a bad $OCL_INFER_KEEP_WARM is a warning and the default.
-expect 2 "--keep-warm needs an integer" -- $w/good.onnx --input x=$w/x.npy --output-dir $w/o --keep-warm many
+expect 2 "--keep-warm needs auto, spin, off or a number of markers" -- $w/good.onnx --input x=$w/x.npy --output-dir $w/o --keep-warm many
 expect 2 "--keep-warm" -- $w/good.onnx --input x=$w/x.npy --output-dir $w/o --keep-warm -1
 err=$(OCL_INFER_KEEP_WARM=lots "$bin" $w/good.onnx --input x=$w/x.npy --output-dir $w/okw 2>&1 >/dev/null); rc=$?
-if [ $rc != 0 ] || ! grep -q "warning: \$OCL_INFER_KEEP_WARM='lots' is not a count" <<<"$err" || [ ! -f $w/okw/y.npy ]; then
+if [ $rc != 0 ] || ! grep -q "warning: \$OCL_INFER_KEEP_WARM='lots' is not spin, auto or a count" <<<"$err" || [ ! -f $w/okw/y.npy ]; then
   echo "FAIL: bad \$OCL_INFER_KEEP_WARM (rc=$rc): $err"; fail=$((fail+1))
 else echo "ok: bad \$OCL_INFER_KEEP_WARM warned"; fi
 out=$("$bin" $w/good.onnx --input x=$w/x.npy --bench --iterations 3 --keep-warm 0 2>/dev/null); rc=$?
 if [ $rc != 0 ] || ! grep -q "^keep-warm:  off" <<<"$out"; then
   echo "FAIL: --bench --keep-warm 0 (rc=$rc): $out"; fail=$((fail+1))
 else echo "ok: --bench names keep-warm"; fi
+out=$("$bin" $w/good.onnx --input x=$w/x.npy --bench --iterations 3 --keep-warm spin 2>/dev/null); rc=$?
+if [ $rc != 0 ] || ! grep -qE "^keep-warm:  (spinner before each kernel launch|off)" <<<"$out"; then
+  echo "FAIL: --bench --keep-warm spin (rc=$rc): $out"; fail=$((fail+1))
+else echo "ok: --keep-warm spin"; fi
 # --bench with --output-dir also writes the first run's outputs.
 "$bin" $w/good.onnx --input $w/ones.npy --bench --iterations 2 --output-dir $w/ob >/dev/null 2>&1 && [ -f $w/ob/y.npy ] \
   && echo "ok: --bench --output-dir writes outputs" || { echo "FAIL: --bench --output-dir"; fail=$((fail+1)); }

@@ -144,9 +144,11 @@ profiling and benchmarking (inputs: --input files, the first image, or random da
   --tuning-cache FILE|off  tuned results (default: $OCL_INFER_TUNING_CACHE, else tuning.tsv
                         in the kernel cache directory); used whenever they match the device,
                         driver and kernel sources
-  --keep-warm N         idle-worker markers per kernel launch: keep a CPU driver's worker
-                        threads busy between kernels instead of asleep (default: 6 on CPU
-                        devices with 2+ compute units, else 0 = off; $OCL_INFER_KEEP_WARM)
+  --keep-warm auto|spin|off|N  keep a CPU driver's worker threads busy between kernels
+                        instead of asleep: spin = a one-work-item kernel before each kernel
+                        that returns when that kernel starts; N = N empty markers per kernel
+                        launch; auto (default, or $OCL_INFER_KEEP_WARM) = the spinner on CPU
+                        devices with 2+ compute units, tried against none on the first runs
   --verbose             progress and timings on stderr
   --version, --help
 )";
@@ -339,7 +341,17 @@ Args parse(int argc, char** argv) {
         throw UsageError("--duration needs a number of seconds in (0, 86400], got '" + v + "'");
     }
     else if (s == "--tune") a.tune = true;
-    else if (s == "--keep-warm") a.keep_warm = parse_int(s, value(), 0, 1000);
+    else if (s == "--keep-warm") {
+      const std::string v = value();
+      a.keep_warm = v == "auto" ? -1 : v == "spin" ? ocl_infer::kKeepWarmSpin : v == "off" ? 0 : -3;
+      if (a.keep_warm == -3) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 0 || n > 1000)
+          throw UsageError("--keep-warm needs auto, spin, off or a number of markers in [0, 1000], got '" + v + "'");
+        a.keep_warm = static_cast<int>(n);
+      }
+    }
     else if (s == "--budget") {
       std::string v = value();
       char* end = nullptr;
@@ -823,7 +835,7 @@ int measure(ocl_infer::Session& s, Args& a) {
   if (!a.output_dir.empty()) write_outputs(first_outputs, a);
   int warmup = a.warmup;
   for (int i = 0; i < a.warmup; ++i) s.run(feeds);
-  // The automatic keep-warm trial (its runs alternate with and without markers) is warm-up too.
+  // The automatic keep-warm trial (its runs alternate with and without the spinner) is warm-up too.
   if (a.bench)
     for (int extra = 0; s.stats().keep_warm_trial_runs > 0 && extra < 64; ++extra, ++warmup) s.run(feeds);
   const bool progress = isatty(2) || a.verbose;
@@ -864,12 +876,15 @@ int measure(ocl_infer::Session& s, Args& a) {
                 << ", \"load_ms\": " << s.stats().load_ms << ", \"graph_ms\": " << s.stats().graph_ms
                 << ", \"lower_ms\": " << s.stats().lower_ms << ", \"upload_ms\": " << s.stats().upload_ms
                 << ", \"programs_ms\": " << s.stats().programs_ms << ", \"compile_ms\": " << s.stats().compile_ms
-                << ", \"keep_warm\": " << s.stats().keep_warm << "}\n";
+                << ", \"keep_warm\": " << s.stats().keep_warm << ", \"keep_warm_spin\": "
+                << (s.stats().keep_warm_spin ? "true" : "false") << "}\n";
     } else {
       char line[256];
       std::cout << "model:      " << a.model << "\ndevice:     " << s.device().name << "\nprecision:  "
                 << precision_name(a.precision) << "\nkeep-warm:  "
-                << (s.stats().keep_warm ? std::to_string(s.stats().keep_warm) + " markers per kernel launch" : "off")
+                << (s.stats().keep_warm_spin ? std::string("spinner before each kernel launch")
+                    : s.stats().keep_warm    ? std::to_string(s.stats().keep_warm) + " markers per kernel launch"
+                                             : std::string("off"))
                 << "\n";
       std::snprintf(line, sizeof line, "runs:       %zu after %d warm-up (batch %lld)\n", v.size(), warmup, static_cast<long long>(batch));
       std::cout << line;

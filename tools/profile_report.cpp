@@ -164,7 +164,10 @@ std::string format_profile_table(const std::vector<LayerProfile>& layers, const 
   os << "wall-clock per inference (median):  " << num(s.wall_us / 1000) << " ms\n";
   os << "host overhead (wall - kernels):     " << num(s.host_us / 1000) << " ms (median over runs)\n";
   os << "device: " << s.device << "; precision " << s.precision << "; keep-warm "
-     << (s.startup.keep_warm ? std::to_string(s.startup.keep_warm) : "off") << "; " << s.iterations
+     << (s.startup.keep_warm_spin ? std::string("spinner")
+         : s.startup.keep_warm    ? std::to_string(s.startup.keep_warm) + " markers"
+                                  : std::string("off"))
+     << "; " << s.iterations
      << " iterations after " << s.warmup << " warm-up\n";
   if (bad)
     os << "WARNING: " << bad << " launches had implausible event timestamps (marked !!); their times are not reliable\n";
@@ -184,6 +187,7 @@ std::string profile_json(const std::vector<LayerProfile>& layers, const ProfileS
   std::ostringstream os;
   os << "{\n  \"schema\": \"ocl-infer-profile-1\",\n  \"model\": \"" << esc(s.model) << "\",\n  \"device\": \""
      << esc(s.device) << "\",\n  \"precision\": \"" << s.precision << "\",\n  \"keep_warm\": " << s.startup.keep_warm
+     << ",\n  \"keep_warm_spin\": " << (s.startup.keep_warm_spin ? "true" : "false")
      << ",\n  \"iterations\": " << s.iterations << ",\n  \"warmup\": " << s.warmup
      << ",\n  \"kernel_sum_us\": " << num(s.kernel_sum_us) << ",\n  \"device_us\": " << num(s.device_us)
      << ",\n  \"wall_us\": " << num(s.wall_us) << ",\n  \"host_overhead_us\": " << num(s.host_us) << ",\n  \"startup\": {\"load_ms\": " << num(s.startup.load_ms)

@@ -141,6 +141,9 @@ void release_shared_contexts();
 // and outputs keep their types.
 enum class Precision { Float32, Float16 };
 
+// SessionOptions::keep_warm: the idle-worker spin kernel, without a trial against none.
+constexpr int kKeepWarmSpin = -2;
+
 struct SessionOptions {
   // "" takes $OCL_INFER_DEVICE when set, else picks the first GPU or accelerator, else the first
   // CPU device. A decimal number picks that index of list_devices(); anything else picks the first
@@ -195,12 +198,15 @@ struct SessionOptions {
   // plan's own, which later runs take up (docs/cli.md, "Compile helpers"). false: the plan's own
   // kernels from the first run (what a benchmark of a cold cache wants to measure).
   bool first_run_kernels = true;
-  // Idle-worker markers per kernel launch (see docs/cli.md, "Kernel boundaries on CPU devices"): a
-  // second queue of empty markers keeps a CPU driver's worker threads from sleeping between two
-  // kernels of a run, which costs ~14 us per kernel on PoCL in a VM. -1: $OCL_INFER_KEEP_WARM when
-  // set, else on CPU devices with two or more compute units 12, tried against none on the runs
-  // after the first (Stats::keep_warm_trial_runs) and dropped where slower, and 0 elsewhere;
-  // 0: off. Not used on a plan's first run (its kernels are being compiled then).
+  // Keeping a CPU driver's idle worker threads busy between the kernels of a run (docs/cli.md,
+  // "Kernel boundaries on CPU devices"): PoCL's workers sleep when a kernel runs out of
+  // work-groups, and waking one costs 10-40 us in a VM. -1 (automatic): $OCL_INFER_KEEP_WARM when
+  // set ("spin" or a number of markers), else on CPU devices with two or more compute units a
+  // one-work-item spin kernel on a second queue before each kernel, which returns when that kernel
+  // starts, tried against none on the runs after the first (Stats::keep_warm_trial_runs) and
+  // dropped where slower; off elsewhere. -2 (kKeepWarmSpin): the spinner, not tried. 0: off. N > 0:
+  // N empty markers per kernel launch on a second queue (the mechanism before the spinner). Not
+  // used on a plan's first run (its kernels are being compiled then).
   int keep_warm = -1;
   // Model inputs whose values decide shapes or control flow (a Reshape's shape, an If's condition
   // such as a sample rate) are folded into the plan when they have at most this many elements:
@@ -284,8 +290,9 @@ struct SessionStats {
   double tuning_seconds = 0, heuristic_kernel_ms = 0, tuned_kernel_ms = 0;
   std::string tuning_cache;  // the tuning cache file in use ("" when none)
   int keep_warm = 0;         // idle-worker markers per kernel launch in use (0: off)
+  bool keep_warm_spin = false;  // the idle-worker spin kernel in use (SessionOptions::keep_warm)
   // Runs left in the automatic keep-warm trial (SessionOptions::keep_warm = -1 on CPU devices: the
-  // first runs after the first alternate between markers and none; then the faster stays), 0 when
+  // first runs after the first alternate between the spinner and none; then the faster stays), 0 when
   // decided or set. A benchmark's warm-up should cover them.
   int keep_warm_trial_runs = 0;
   // Plans for other input shapes kept for reuse (a run with one of those shapes again takes its

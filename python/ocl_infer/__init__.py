@@ -78,6 +78,8 @@ class SessionOptions:
     tune: bool = False
     tune_budget_seconds: float = 0.0
     keep_warm: int = -1
+    """-1: the idle-worker spinner on CPU devices with 2+ compute units, tried against none on the
+    first runs; -2: the spinner always; 0: off; N > 0: N empty markers per kernel launch."""
     plan_time_input_limit: int = 4096
     shape_generic: int = -1
     """-1: plans of a session's second and later input shapes use kernels with the sizes at run

@@ -248,6 +248,7 @@ class PySession {
     d["tuned_kernel_ms"] = s.tuned_kernel_ms;
     d["tuning_cache"] = s.tuning_cache;
     d["keep_warm"] = s.keep_warm;
+    d["keep_warm_spin"] = s.keep_warm_spin;
     d["keep_warm_trial_runs"] = s.keep_warm_trial_runs;
     d["plans_kept"] = s.plans_kept;
     d["plan_reuses"] = s.plan_reuses;

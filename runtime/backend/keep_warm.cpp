@@ -1,8 +1,10 @@
 #include "runtime/backend/keep_warm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace oi {
 
@@ -12,37 +14,51 @@ constexpr uint64_t kCheckpointEvery = 16;
 
 }  // namespace
 
-int KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units, std::string* why, bool* adaptive) {
-  auto say = [&](const std::string& s) {
-    if (why) *why = s;
-  };
-  if (adaptive) *adaptive = false;
-  if (requested >= 0) {
-    say("set by the session options");
-    return std::min(requested, 1000);
-  }
-  if (const char* e = std::getenv("OCL_INFER_KEEP_WARM"); e && *e) {
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    if (end && *end == '\0' && v >= 0) {
-      say("set by $OCL_INFER_KEEP_WARM");
-      return static_cast<int>(std::min(v, 1000L));
+KeepWarm::Setting KeepWarm::resolve(int requested, bool cpu_device, unsigned compute_units) {
+  Setting s;
+  auto spin = [&](std::string why) {
+    if (compute_units < 2) {
+      s.why = why + "; off: one compute unit, where a spinner would hold the only worker";
+      return s;
     }
-    say("$OCL_INFER_KEEP_WARM='" + std::string(e) + "' is not a count >= 0; using the default");
-  } else {
-    say("default for this device type");
+    s.spin = true;
+    s.why = why;
+    return s;
+  };
+  if (requested == kSpin) return spin("set by the session options");
+  if (requested >= 0) {
+    s.markers = std::min(requested, 1000);
+    s.why = "set by the session options";
+    return s;
   }
-  // 12 (6 before 2026-12-05): a GPT-style decoder's 18 short kernels (2-20 us) ran at a median of
-  // 0.41-0.46 ms with 6 markers, 0.34-0.35 with none and 0.31-0.32 with 8-16, where each marker
-  // took longer than the Zen 5 machine's 0.7 us and 6 ran out before the next kernel came; CNNs
-  // (mobilenet_v2, squeezenet1_1, EfficientNet-Lite0) and a BERT-like encoder within noise of 6
-  // (2-core AMD EPYC Zen 3, PoCL 3.1).
-  const int n = cpu_device && compute_units >= 2 ? 12 : 0;
-  if (adaptive && n > 0) {
-    *adaptive = true;
-    if (why) *why += "; the first " + std::to_string(kTrialRuns) + " runs after the first try them against none";
+  std::string why = "default for this device type";
+  if (requested != kAuto) why = "keep_warm " + std::to_string(requested) + " is not a setting; using the default";
+  if (const char* e = std::getenv("OCL_INFER_KEEP_WARM"); requested == kAuto && e && *e) {
+    const std::string v = e;
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (v == "spin") return spin("set by $OCL_INFER_KEEP_WARM");
+    if (v != "auto") {
+      if (end && *end == '\0' && n >= 0) {
+        s.markers = static_cast<int>(std::min(n, 1000L));
+        s.why = "set by $OCL_INFER_KEEP_WARM";
+        return s;
+      }
+      why = "$OCL_INFER_KEEP_WARM='" + v + "' is not spin, auto or a count >= 0; using the default";
+    }
   }
-  return n;
+  if (!cpu_device || compute_units < 2) {
+    s.why = why;
+    return s;
+  }
+  // The spinner, tried against none. It replaced 12 markers per launch (6 before 2026-12-05),
+  // which the workers completed while the host was still enqueueing the run rather than in the gaps
+  // between kernels: within noise on the 2-core Xeon, 4-20 % on the AMD EPYC VMs.
+  s.spin = true;
+  s.adaptive = true;
+  s.why = why + "; " + std::to_string(kTrialRuns) + " runs after the first " + std::to_string(kTrialSkip + 1) +
+          " try it against none";
+  return s;
 }
 
 KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch, bool adaptive)
@@ -57,45 +73,91 @@ KeepWarm::KeepWarm(ClRuntime& cl, int markers_per_launch, bool adaptive)
   }
 }
 
+KeepWarm::KeepWarm(ClRuntime& cl, const Setting& setting)
+    : KeepWarm(cl, setting.spin ? 1 : setting.markers, setting.adaptive) {
+  if (!setting.spin || per_launch_ == 0) return;
+  spin_ = true;
+  cl_ = &cl;
+  main_queue_ = cl.queue();
+  // The counter lives in host memory that the spinners read in place (a CPU device's buffers with
+  // CL_MEM_USE_HOST_PTR are that memory; where a driver copies instead, the spinners see no change
+  // and run to their bound, which the adaptive trial would find slower).
+  counter_ = static_cast<int*>(std::aligned_alloc(64, 64));
+  cl_int err = CL_SUCCESS;
+  if (counter_) {
+    std::memset(counter_, 0, 64);
+    counter_mem_ = clCreateBuffer(cl.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, 64, counter_, &err);
+  }
+  if (!counter_ || err != CL_SUCCESS || !counter_mem_) {
+    counter_mem_ = nullptr;
+    per_launch_ = 0;
+    adaptive_ = false;
+  }
+}
+
 int KeepWarm::trial_runs_left() const {
   if (!adaptive_) return 0;
-  return kTrialRuns - static_cast<int>(trial_on_.size() + trial_off_.size());
+  return kTrialSkip - trial_skipped_ + kTrialRuns - static_cast<int>(trial_on_.size() + trial_off_.size());
 }
 
 std::string KeepWarm::record_run(const void* plan, double ms) {
   if (!adaptive_) return "";
   if (plan != trial_plan_) {
     trial_plan_ = plan;
+    trial_skipped_ = 0;
     trial_on_.clear();
     trial_off_.clear();
   }
-  // begin() chose this run's setting from the runs recorded before it.
+  // The runs right after a plan's first still settle (memory touched for the first time, caches):
+  // they would weigh on whichever setting they ran with.
+  if (trial_skipped_ < kTrialSkip) {
+    ++trial_skipped_;
+    return "";
+  }
+  // begin() chose this run's setting from the runs recorded before it: with, without, with, ...
   (run_markers_ > 0 ? trial_on_ : trial_off_).push_back(ms);
   if (trial_runs_left() > 0) return "";
+  // Each run with against the run without that followed it: the median of those ratios, so that a
+  // machine whose speed drifts during the trial (a shared VM) weighs on both sides alike.
+  std::vector<double> ratios;
+  for (size_t k = 0; k < std::min(trial_on_.size(), trial_off_.size()); ++k)
+    ratios.push_back(trial_off_[k] > 0 ? trial_on_[k] / trial_off_[k] : 1.0);
+  std::sort(ratios.begin(), ratios.end());
+  const size_t h = ratios.size() / 2;
+  const double ratio = ratios.empty() ? 1.0 : ratios.size() % 2 ? ratios[h] : 0.5 * (ratios[h - 1] + ratios[h]);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
-    const size_t h = v.size() / 2;
-    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+    const size_t m = v.size() / 2;
+    return v.empty() ? 0.0 : v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
   };
   const double on = median(trial_on_), off = median(trial_off_);
   const int tried = per_launch_;
   adaptive_ = false;
-  // Markers stay unless they were slower: where they pay for CNNs it is by a few percent
-  // (resnet18 2-3 % on this Xeon), where they cost it is by far more (the GPT-style decoder 2.3x).
-  if (on > off) per_launch_ = 0;
-  char line[200];
-  std::snprintf(line, sizeof line, "%d idle-worker markers per kernel launch: median %.3f ms over %zu runs, without "
-                "%.3f ms over %zu: %s", tried, on, trial_on_.size(), off, trial_off_.size(),
-                per_launch_ ? "kept" : "off from now on");
+  // Kept unless slower: where keep-warm pays for CNNs it is by a few percent (the spinner 3-10 % on
+  // the 2-core Xeon), where it costs it is by far more (12 markers per launch made a GPT-style
+  // decoder of 1-5 us kernels 2.3x slower there).
+  if (ratio > 1.0) per_launch_ = 0;
+  char line[240];
+  const std::string what = spin_ ? "the idle-worker spinner" : std::to_string(tried) + " idle-worker markers per kernel launch";
+  std::snprintf(line, sizeof line, "%s: median %.3f ms over %zu runs, without %.3f ms over %zu (median ratio %.3f): %s",
+                what.c_str(), on, trial_on_.size(), off, trial_off_.size(), ratio, per_launch_ ? "kept" : "off from now on");
   return line;
 }
 
 KeepWarm::~KeepWarm() {
   for (auto& c : checkpoints_) clReleaseEvent(c.second);
+  // The callbacks of a run that was abandoned may still be pending: they write the counter, so it
+  // outlives them. Then no spinner waits for anything any more.
+  if (main_queue_ && counter_mem_) clFinish(main_queue_);
+  if (counter_) __atomic_store_n(counter_, static_cast<int>(announced_ + (1u << 30)), __ATOMIC_RELEASE);
   if (queue_) {
     clFinish(queue_);  // at most one run's markers, well under a millisecond
     clReleaseCommandQueue(queue_);
   }
+  spinner_.reset();
+  if (counter_mem_) clReleaseMemObject(counter_mem_);
+  std::free(counter_);
+  finished();
 }
 
 void KeepWarm::poll() {
@@ -111,8 +173,68 @@ void KeepWarm::poll() {
   }
 }
 
+namespace {
+
+// Sessions of this process whose run spins now (at most compute units - 1, so that a worker is
+// always free for the kernels).
+std::atomic<int> g_spinning{0};
+
+void CL_CALLBACK kernel_started(cl_event, cl_int, void* counter) {
+  __atomic_fetch_add(static_cast<int*>(counter), 1, __ATOMIC_RELEASE);
+}
+
+// Reads of the counter before a spinner gives up: ~0.1-0.2 ms on the CPUs of development, longer
+// than a worker's wake-up (so a spinner that gives up has cost nothing the sleep would not have).
+constexpr int kSpinBound = 1 << 17;
+
+}  // namespace
+
+void KeepWarm::stop_spinning() {
+  per_launch_ = 0;
+  spin_run_ = false;
+  adaptive_ = false;
+  if (counter_) __atomic_store_n(counter_, static_cast<int>(announced_ + (1u << 30)), __ATOMIC_RELEASE);
+  if (queue_) clFlush(queue_);
+}
+
 void KeepWarm::begin(size_t launches) {
   if (!queue_) return;
+  if (spin_) {
+    spin_run_ = false;
+    finished();
+    if (per_launch_ == 0) return;
+    // The adaptive trial alternates: spinning while it has no more runs than none.
+    if (adaptive_ && trial_on_.size() > trial_off_.size()) {
+      run_markers_ = 0;
+      return;
+    }
+    run_markers_ = per_launch_;
+    if (!spinner_) {
+      try {
+        spinner_ = cl_->kernel("keep_warm", "idle_spin", "");
+      } catch (const std::exception&) {
+        stop_spinning();
+        return;
+      }
+      const int bound = kSpinBound;
+      if (clSetKernelArg(spinner_.get(), 0, sizeof counter_mem_, &counter_mem_) != CL_SUCCESS ||
+          clSetKernelArg(spinner_.get(), 2, sizeof bound, &bound) != CL_SUCCESS) {
+        stop_spinning();
+        return;
+      }
+    }
+    const int limit = std::max(1, static_cast<int>(cl_->caps().compute_units) - 1);
+    int now = g_spinning.load();
+    while (now < limit && !g_spinning.compare_exchange_weak(now, now + 1)) {
+    }
+    if (now >= limit) {  // other sessions spin: this run sleeps between kernels
+      run_markers_ = 0;
+      return;
+    }
+    holds_token_ = true;
+    spin_run_ = true;
+    return;
+  }
   poll();
   const uint64_t pending = enqueued_ - completed_;
   // The adaptive trial alternates: with markers while they have no more runs than none.
@@ -139,8 +261,42 @@ void KeepWarm::feed() {
   }
 }
 
+void KeepWarm::after_launch(cl_event event) {
+  if (!spin_) {
+    feed();
+    return;
+  }
+  if (!spin_run_ || !event) return;
+  // The kernel's callback raises the counter to its number as it starts (at once if it has started
+  // already); then its spinner, which returns as soon as the counter is there.
+  if (clSetEventCallback(event, CL_RUNNING, kernel_started, counter_) != CL_SUCCESS) {
+    stop_spinning();
+    finished();
+    return;
+  }
+  const int target = static_cast<int>(++announced_);
+  const size_t one = 1;
+  if (clSetKernelArg(spinner_.get(), 1, sizeof target, &target) != CL_SUCCESS ||
+      clEnqueueNDRangeKernel(queue_, spinner_.get(), 1, nullptr, &one, &one, 0, nullptr, nullptr) != CL_SUCCESS) {
+    stop_spinning();
+    finished();
+    return;
+  }
+  ++spinners_;
+}
+
 void KeepWarm::end() {
   if (queue_) clFlush(queue_);
+}
+
+void KeepWarm::drain() {
+  if (queue_) clFinish(queue_);
+}
+
+void KeepWarm::finished() {
+  if (!holds_token_) return;
+  holds_token_ = false;
+  g_spinning.fetch_sub(1);
 }
 
 }  // namespace oi

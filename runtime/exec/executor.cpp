@@ -74,16 +74,31 @@ std::map<std::string, Tensor> execute(Plan& plan, ClRuntime& cl, const std::map<
     cl_check(clEnqueueFillBuffer(q, f.flag->mem, &zero, sizeof zero, 0, sizeof zero, 0, nullptr, nullptr),
              "clEnqueueFillBuffer(error flag)");
   if (events) events->assign(plan.launches.size(), nullptr);
+  // Lets another session's runs spin once this one is finished or abandoned.
+  struct WarmRun {
+    KeepWarm* w;
+    ~WarmRun() {
+      if (w) w->finished();
+    }
+  } warm_run{warm};
   if (warm) warm->begin(plan.launches.size());
   for (size_t s = 0; s < plan.step_launches.size(); ++s) {
     for (size_t i = plan.step_launches[s].first; i < plan.step_launches[s].second; ++i) {
       const Launch& l = plan.launches[i];
+      // With the spinner: the kernel's event carries the callback that ends its spinner, which is
+      // enqueued after it (a spinner never waits for a kernel the host has yet to enqueue).
+      size_t groups = 1;
+      for (size_t d = 0; d < l.global.size(); ++d)
+        groups *= l.global[d] / (d < l.local.size() && l.local[d] ? l.local[d] : 1);
+      const bool spin = warm && warm->spins_for(groups);
+      cl_event ev = nullptr;
       cl_int err = clEnqueueNDRangeKernel(q, l.kernel.get(), static_cast<cl_uint>(l.global.size()), nullptr,
                                           l.global.data(), l.local.empty() ? nullptr : l.local.data(), 0, nullptr,
-                                          events ? &(*events)[i] : nullptr);
+                                          events ? &(*events)[i] : spin ? &ev : nullptr);
       if (err != CL_SUCCESS)
         fail(plan, cl, err, describe_node(g, g.nodes[l.node]) + ": clEnqueueNDRangeKernel(" + l.kernel_name + ")");
-      if (warm) warm->feed();
+      if (warm) warm->after_launch(spin ? (events ? (*events)[i] : ev) : nullptr);
+      if (ev) clReleaseEvent(ev);
     }
     read_fetched(static_cast<int>(s));
   }

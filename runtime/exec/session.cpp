@@ -249,17 +249,18 @@ struct Session::Impl {
         dev.info.opencl_c_version + ")");
     cl = std::make_unique<oi::ClRuntime>(dev, options.cache_dir, options.log, options.profiling);
     log("device capabilities: " + cl->caps().summary());
-    std::string warm_why;
-    bool warm_adaptive = false;
-    const int markers = oi::KeepWarm::resolve(options.keep_warm, cl->caps().is_cpu(), cl->caps().compute_units,
-                                              &warm_why, &warm_adaptive);
-    warm = std::make_unique<oi::KeepWarm>(*cl, markers, warm_adaptive);
+    const oi::KeepWarm::Setting warm_setting =
+        oi::KeepWarm::resolve(options.keep_warm, cl->caps().is_cpu(), cl->caps().compute_units);
+    warm = std::make_unique<oi::KeepWarm>(*cl, warm_setting);
     stats.keep_warm = warm->markers_per_launch();
+    stats.keep_warm_spin = warm->spinning();
     stats.keep_warm_trial_runs = warm->trial_runs_left();
-    if (warm_why.find("is not a count") != std::string::npos) log("warning: " + warm_why);
-    log("keep-warm: " + (stats.keep_warm ? std::to_string(stats.keep_warm) + " idle-worker markers per kernel launch"
-                                         : std::string("off")) +
-        " (" + warm_why + ")");
+    if (warm_setting.why.find("is not") != std::string::npos) log("warning: " + warm_setting.why);
+    log("keep-warm: " +
+        (stats.keep_warm_spin ? std::string("an idle-worker spin kernel before each kernel launch")
+         : stats.keep_warm    ? std::to_string(stats.keep_warm) + " idle-worker markers per kernel launch"
+                              : std::string("off")) +
+        " (" + warm_setting.why + ")");
     cl->check_loops();
     std::string tuning_path = options.tuning_cache;
     if (tuning_path.empty())
@@ -747,6 +748,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
       // runs (events on every kernel) do not count.
       const std::string decided = warm->record_run(s.plan.get(), ms_since(run_start));
       s.stats.keep_warm = warm->markers_per_launch();
+      s.stats.keep_warm_spin = warm->spinning();
       s.stats.keep_warm_trial_runs = warm->trial_runs_left();
       if (!decided.empty()) s.log("keep-warm: " + decided);
     }
