@@ -112,6 +112,19 @@ void bn_build(BuildContext& ctx) {
     }
     cl_mem am = ctx.params(a.bytes.data(), a.bytes.size());
     cl_mem bm = ctx.params(b.bytes.data(), b.bytes.size());
+    // Rows of a channel's values (spatial BN with planes of 16+ values, float compute): vectors
+    // along the row, the channel's a and b read once per work-item. CPU devices take 64 values
+    // a work-item (local size 1), GPUs 8 with work-groups along the row.
+    if (g.block >= 16 && t != DType::Float64) {
+      const bool cpu = ctx.caps().is_cpu();
+      const int64_t chunk = cpu ? 64 : 8;
+      const size_t chunks = static_cast<size_t>((g.block + chunk - 1) / chunk);
+      const size_t rows = static_cast<size_t>(n / g.block);
+      const size_t l0 = cpu ? 1 : std::min<size_t>(local, round_up(chunks, 8));
+      ctx.launch("norm", "bn_rows", opts + " -DBN_CHUNK=" + std::to_string(chunk), {round_up(chunks, l0), rows},
+                 {l0, 1}, ctx.in_buf(0), ctx.out_buf(0), am, bm, g.block, g.channels, residual);
+      return;
+    }
     ctx.launch("norm", "bn_scale_shift", opts, global, {local}, ctx.in_buf(0), ctx.out_buf(0), am,
                bm, n, g.block, g.channels, residual);
     return;

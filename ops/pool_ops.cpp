@@ -159,6 +159,24 @@ void plane_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
              ctx.out_buf(0), plane, static_cast<int64_t>(d.planes));
 }
 
+// avg_rows: 2-D AveragePool with a small window, no padding or dilation, every window inside the
+// input (ceil_mode adds none past the end), float or half storage: one output row per work-item
+// (kernels/pool.cl pool_avg_rows). CPU-shaped (preferred on CPUs).
+bool avg_rows_applies(const PoolDesc& d, const DeviceCaps&) {
+  const auto& g = d.geom;  // in 0-2, out 3-5, k 6-8, s 9-11, d 12-14, pb 15-17, pe 18-20
+  if (d.kind != Kind::Avg || (d.t != DType::Float32 && d.t != DType::Float16) || !small_window(d)) return false;
+  if (g[0] != 1 || g[3] != 1 || g[6] != 1 || g[13] != 1 || g[14] != 1) return false;
+  for (int a = 15; a < 21; ++a)
+    if (g[a] != 0) return false;
+  return static_cast<int64_t>(g[4] - 1) * g[10] + g[7] <= g[1] && static_cast<int64_t>(g[5] - 1) * g[11] + g[8] <= g[2];
+}
+bool avg_rows_preferred(const PoolDesc&, const DeviceCaps& c) { return c.cpu_shaped(); }
+VariantParams avg_rows_defaults(const PoolDesc&, const DeviceCaps&) { return {}; }
+void avg_rows_run(BuildContext& ctx, const PoolDesc& d, const VariantParams&) {
+  ctx.launch("pool", "pool_avg_rows", d.opts + " -DAVG_ROWS", {static_cast<size_t>(d.geom[4]), static_cast<size_t>(d.planes)},
+             {1, 1}, ctx.in_buf(0), ctx.out_buf(0), d.geom[1], d.geom[2], d.geom[4], d.geom[5]);
+}
+
 // generic: one output per work-item, work-groups of a row segment (PoCL then runs a row as one
 // vectorizable loop instead of paying its per-work-group cost for every output).
 bool generic_applies(const PoolDesc&, const DeviceCaps&) { return true; }
@@ -196,6 +214,9 @@ const KernelFamily<PoolDesc>& pool_family() {
       {
           {"plane", "average over whole planes (global average): one work-item per plane, 8 lanes", {},
            plane_applies, nullptr, plane_defaults, plane_run, plane_preferred},
+          {"avg_rows", "2-D AveragePool, window <= 64 taps inside the input, no padding or dilation, float/half: one "
+                       "output row per work-item", {}, avg_rows_applies, nullptr, avg_rows_defaults, avg_rows_run,
+           avg_rows_preferred},
           {"sep", "2-D MaxPool, stride 1, no dilation, no indices, float/half, rows <= 256, window <= 16x16: a plane "
                   "per work-item, rows then columns", {}, sep_applies, nullptr, sep_defaults, sep_run, sep_preferred},
           {"rows", "MaxPool, window <= 64 taps, no indices: one output row per work-item",

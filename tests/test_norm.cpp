@@ -67,6 +67,48 @@ TEST(BatchNorm, ConstantAndRuntimeParametersMatchReference) {
   }
 }
 
+// Constant BatchNormalization over planes of 16+ values takes bn_rows (64 values a work-item on
+// CPU devices, 8 on GPUs, a row's last chunk element by element): against the reference on rows
+// shorter than a chunk, with a partial last chunk and whole ones, batch > 1, 3-D and 1-D spatial
+// dims; with a fused Relu (DenseNet's pre-activation BN + ReLU after a Concat) and a fused
+// residual add; the plan must name the kernel, and BN over [N, C] (planes of one) keeps
+// bn_scale_shift.
+TEST(BatchNorm, RowsKernelMatchesReference) {
+  std::mt19937 rng(5);
+  for (Shape s : {Shape{1, 3, 4, 4}, Shape{2, 5, 9, 13}, Shape{1, 4, 8, 16}, Shape{1, 2, 56, 56}, Shape{1, 3, 3, 5, 7},
+                  Shape{2, 3, 77}, Shape{1, 6, 1, 16}, Shape{3, 7}}) {
+    const int64_t c = s[1];
+    const int64_t block = prod(s, 2, s.size());
+    Tensor x = random_tensor(s, rng, -3, 3), sc = random_tensor({c}, rng, 0.5f, 2), b = random_tensor({c}, rng),
+           mean = random_tensor({c}, rng), var = random_tensor({c}, rng, 0.1f, 2);
+    for (int epi = 0; epi < 3; ++epi) {  // none, Relu, residual add + Relu
+      ModelBuilder m(15);
+      m.input("x", DType::Float32, s).output("y");
+      m.initializer("scale", sc).initializer("b", b).initializer("mean", mean).initializer("var", var);
+      attr_f(m.node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {epi ? "bn" : "y"}), "epsilon", 1e-3f);
+      Tensor want = ref_batchnorm(x, sc, b, mean, var, 1e-3f);
+      if (epi == 1) m.node("Relu", {"bn"}, {"y"});
+      if (epi == 2) {
+        m.node("Add", {"bn", "x"}, {"sum"});
+        m.node("Relu", {"sum"}, {"y"});
+      }
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        if (epi == 2) f(want)[i] += f(x)[i];
+        if (epi) f(want)[i] = std::max(f(want)[i], 0.0f);
+      }
+      auto session = open_session(m, ocl_infer::SessionOptions{});
+      const Tensor y = session.run({{"x", x}}).at("y");
+      const std::string what = ocl_infer::shape_to_string(s) + " epilogue " + std::to_string(epi);
+      EXPECT_LE(rel_error(y, want), fp16_mode() ? 2e-3 : 1e-5) << what;
+      const std::string plan = session.dump("plan");
+      EXPECT_EQ(plan.find("bn_rows") != std::string::npos, block >= 16) << what << "\n" << plan;
+      if (epi == 0) {
+        EXPECT_EQ(plan.find("bn_scale_shift") != std::string::npos, block < 16) << what << "\n" << plan;
+      }
+    }
+  }
+}
+
 TEST(BatchNorm, TrainingModeIsUnsupportedAndBadShapesFail) {
   Tensor one(DType::Float32, {3});
   for (int k = 0; k < 3; ++k) f(one)[k] = 1;

@@ -233,6 +233,68 @@ TEST(Pool, MaxPoolSeparableStrideOne) {
   }
 }
 
+// AveragePools without padding whose windows lie inside the input take pool_avg_rows on CPU
+// devices (DenseNet's 2x2 stride-2 transitions: 8 outputs at a time from 16-value vectors split
+// into even and odd lanes, then the row's tail one by one; other windows one by one): against the
+// reference, and bit for bit the generic kernel's values (the same summation order), by default
+// and forced; forced, the plan must name the kernel. Cases it must not take (padding, a ceil_mode
+// window past the end, dilation) match the reference by default, without it.
+TEST(Pool, AveragePoolRowsMatchGenericBits) {
+  std::mt19937 rng(37);
+  const std::vector<PoolCase> rows_cases = {
+      {"AveragePool", {2, 3, 16, 37}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},  // 18 outputs: 2 runs + 2
+      {"AveragePool", {1, 4, 9, 24}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},   // odd height: floor
+      {"AveragePool", {1, 2, 56, 56}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},  // DenseNet's first
+      {"AveragePool", {1, 2, 11, 13}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {"AveragePool", {1, 2, 11, 14}, {3, 2}, {2, 3}, {1, 1}, {0, 0, 0, 0}},
+      {"AveragePool", {1, 3, 40}, {2}, {2}, {1}, {0, 0}},                      // 1-D
+      {"AveragePool", {1, 3, 6, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // ceil_mode, nothing past the end
+  };
+  const std::vector<PoolCase> other_cases = {
+      {"AveragePool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true},  // a window past the end
+      {"AveragePool", {1, 2, 9, 20}, {2, 2}, {2, 2}, {1, 1}, {1, 1, 0, 0}},
+      {"AveragePool", {1, 2, 9, 20}, {2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+  };
+  auto model = [](const PoolCase& c) {
+    ModelBuilder m;
+    m.input("x", DType::Float32, c.x).output("y");
+    auto& node = m.node("AveragePool", {"x"}, {"y"});
+    attr_ints(node, "kernel_shape", c.k);
+    attr_ints(node, "strides", c.s);
+    attr_ints(node, "dilations", c.d);
+    attr_ints(node, "pads", c.pads);
+    attr_i(node, "ceil_mode", c.ceil);
+    return m;
+  };
+  for (bool expect_rows : {true, false}) {
+    for (const PoolCase& c : expect_rows ? rows_cases : other_cases) {
+      const ModelBuilder m = model(c);
+      const Tensor x = random_tensor(c.x, rng, -4, 4);
+      const Tensor ref = pool_reference(c, x).first;
+      const std::string what = ocl_infer::shape_to_string(c.x) + " k " + std::to_string(c.k[0]);
+      ocl_infer::SessionOptions rows, generic;
+      rows.kernel_variants = "pool=avg_rows";
+      generic.kernel_variants = "pool=generic";
+      auto def = open_session(m, ocl_infer::SessionOptions{});
+      const Tensor y = def.run({{"x", x}}).at("y");
+      ASSERT_EQ(y.shape, ref.shape) << what;
+      EXPECT_LE(rel_error(y, ref), 1e-6) << what;
+      // (The default takes it where the device prefers CPU-shaped kernels: PoCL, not rusticl.)
+      if (!expect_rows) {
+        EXPECT_EQ(def.dump("plan").find("pool_avg_rows"), std::string::npos) << what;
+        continue;
+      }
+      auto forced = open_session(m, rows);
+      auto gen = open_session(m, generic);
+      const Tensor a = forced.run({{"x", x}}).at("y"), g = gen.run({{"x", x}}).at("y");
+      EXPECT_NE(forced.dump("plan").find("pool_avg_rows"), std::string::npos) << what;
+      ASSERT_EQ(a.shape, g.shape) << what;
+      EXPECT_EQ(a.bytes, g.bytes) << what;
+      EXPECT_EQ(y.bytes, g.bytes) << what;
+    }
+  }
+}
+
 TEST(Pool, MaxPoolUint8) {
   std::mt19937 rng(32);
   PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
