@@ -115,4 +115,35 @@ __kernel void resize_interp(__global const T* src, __global T* dst, __global con
   }
   ST(S, dst, i, acc);
 }
+
+// resize_interp for the last two dims only, every output inside the input (no extrapolation): a
+// work-item writes `xper` consecutive outputs of one row (all of it on CPU devices, one on GPUs)
+// with the row's taps read once. yi / yw hold ty taps per output row, xi / xw tx per output
+// column (one tap of weight 1 for a dim that keeps its size). The taps are visited, weighted and
+// summed as resize_interp visits them (rows' taps fastest, weight (1 * wy) * wx, weightless taps
+// skipped), so both give the same bits. Global: (ceil(wo / xper), ho, planes).
+__kernel void resize_interp_rows(__global const T* src, __global T* dst, __global const int* yi,
+                                 __global const ACC* yw, __global const int* xi, __global const ACC* xw, int hi,
+                                 int wi, int ho, int wo, int ty, int tx, int xper) {
+  const int x0 = (int)get_global_id(0) * xper, oy = (int)get_global_id(1);
+  const IDX plane = (IDX)get_global_id(2);
+  if (x0 >= wo) return;
+  __global const T* s = src + plane * hi * (IDX)wi;
+  __global T* d = dst + (plane * ho + oy) * (IDX)wo;
+  __global const int* yr = yi + oy * ty;
+  __global const ACC* ywr = yw + oy * ty;
+  const int x1 = min(x0 + xper, wo);
+  for (int x = x0; x < x1; ++x) {
+    ACC acc = 0;
+    for (int a = 0; a < tx; ++a) {
+      const int ix = xi[x * tx + a];
+      const ACC wx = xw[x * tx + a];
+      for (int b = 0; b < ty; ++b) {
+        const ACC w = ywr[b] * wx;
+        if (w != (ACC)0) acc += w * (ACC)LD(S, s, (IDX)yr[b] * wi + ix);
+      }
+    }
+    ST(S, d, x, acc);
+  }
+}
 #endif

@@ -423,6 +423,45 @@ void resize_build(BuildContext& ctx) {
   const std::string opts =
       (fp64 ? "-DT=double -DACC=double -DUSE_FP64" : half ? "-DT=half -DS=F16 -DACC=float" : "-DT=float -DACC=float") +
       idx;
+  if (!fp64 && ndim >= 2 && std::all_of(tidx.begin(), tidx.end(), [](int32_t i) { return i >= 0; }) &&
+      (k == 0 || resized[0] >= ndim - 2)) {
+    // Only rows and columns resized and every output inside the input (an image's linear or cubic
+    // resize): resize_interp_rows, the rows' taps found once per row, none of resize_interp's
+    // per-output index arithmetic over every dim (SSDlite's input Resize to 320x320: 4.4 ms there,
+    // ONNX Runtime 0.47). Same taps, weights and summation order: the same bits.
+    const int64_t ho = out[ndim - 2], wo = out[ndim - 1], hi = in[ndim - 2], wi = in[ndim - 1];
+    int32_t ty = 1, tx = 1;
+    std::vector<int32_t> yi(ho), xi(wo);
+    std::vector<float> yw(ho, 1.0f), xw(wo, 1.0f);
+    for (int64_t y = 0; y < ho; ++y) yi[y] = static_cast<int32_t>(y);
+    for (int64_t x = 0; x < wo; ++x) xi[x] = static_cast<int32_t>(x);
+    for (int j = 0; j < k; ++j) {
+      const int64_t d = resized[2 * j], off = resized[2 * j + 1];
+      const int32_t taps = static_cast<int32_t>(dim_taps[j]);
+      const int64_t count = out[d] * taps;
+      std::vector<int32_t> ti(tidx.begin() + off, tidx.begin() + off + count);
+      std::vector<float> tf(tw.begin() + off, tw.begin() + off + count);
+      if (d == ndim - 2) {
+        ty = taps;
+        yi = std::move(ti);
+        yw = std::move(tf);
+      } else {
+        tx = taps;
+        xi = std::move(ti);
+        xw = std::move(tf);
+      }
+    }
+    const int64_t planes = n / (ho * wo);
+    const int xper = ctx.caps().is_cpu() ? static_cast<int>(wo) : 1;
+    const size_t gx = static_cast<size_t>((wo + xper - 1) / xper);
+    ctx.launch("resize", "resize_interp_rows", opts, {gx, static_cast<size_t>(ho), static_cast<size_t>(planes)},
+               ctx.caps().is_cpu() ? std::vector<size_t>{1, 1, 1} : std::vector<size_t>{}, ctx.in_buf(0),
+               ctx.out_buf(0), ctx.params(yi.data(), yi.size() * sizeof(int32_t)),
+               ctx.params(yw.data(), yw.size() * sizeof(float)), ctx.params(xi.data(), xi.size() * sizeof(int32_t)),
+               ctx.params(xw.data(), xw.size() * sizeof(float)), static_cast<int32_t>(hi), static_cast<int32_t>(wi),
+               static_cast<int32_t>(ho), static_cast<int32_t>(wo), ty, tx, static_cast<int32_t>(xper));
+    return;
+  }
   cl_mem wm;
   if (fp64) {
     wm = ctx.params(tw.data(), tw.size() * sizeof(double));

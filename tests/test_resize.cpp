@@ -246,6 +246,60 @@ TEST(Resize, AntialiasWhenGrowingIsThePlainFilter) {
   }
 }
 
+// Linear and cubic resizes of rows and columns only, every output inside the input, take
+// resize_interp_rows (the rows' taps once per row); the general kernel visits the same taps in the
+// same order. The same tensor with a trailing dim of 1 ([.., H, W, 1]) resizes through the general
+// kernel where H changes: both must give the same bits, and the plans must name their kernels.
+TEST(Resize, RowsKernelGivesTheGeneralKernelsBits) {
+  std::mt19937 rng(30);
+  const Tensor x = random_tensor({2, 3, 9, 14}, rng);
+  Tensor x5 = x;
+  x5.shape = {2, 3, 9, 14, 1};
+  const struct {
+    std::string mode, coord;
+    bool exclude, antialias;
+    Shape out;
+  } cases[] = {{"linear", "half_pixel", false, false, {2, 3, 20, 31}}, {"linear", "align_corners", false, false, {2, 3, 4, 5}},
+               {"linear", "pytorch_half_pixel", false, false, {2, 3, 9, 1}}, {"linear", "asymmetric", false, false, {2, 3, 9, 37}},
+               {"linear", "half_pixel", false, false, {2, 3, 17, 14}},  // rows only
+               {"cubic", "half_pixel", true, false, {2, 3, 19, 8}},     {"cubic", "asymmetric", false, false, {2, 3, 30, 30}},
+               {"linear", "half_pixel", false, true, {2, 3, 4, 6}},     {"cubic", "half_pixel", false, true, {2, 3, 5, 13}}};
+  for (const auto& c : cases) {
+    auto model = [&](const Shape& in, const Shape& out) {
+      ModelBuilder b(c.antialias ? 18 : 13);
+      b.input("x", DType::Float32, in).output("y");
+      b.initializer("sizes", int64s(out));
+      auto& n = b.node("Resize", {"x", "", "", "sizes"}, {"y"});
+      attr_s(n, "mode", c.mode);
+      attr_s(n, "coordinate_transformation_mode", c.coord);
+      attr_i(n, "exclude_outside", c.exclude);
+      if (c.antialias) attr_i(n, "antialias", 1);
+      return b;
+    };
+    Shape out5 = c.out;
+    out5.push_back(1);
+    auto rows = open_session(model(x.shape, c.out), ocl_infer::SessionOptions{});
+    auto general = open_session(model(x5.shape, out5), ocl_infer::SessionOptions{});
+    const std::string what = c.mode + "/" + c.coord + (c.antialias ? " antialias " : " ") + ocl_infer::shape_to_string(c.out);
+    const Tensor a = rows.run({{"x", x}}).at("y"), g = general.run({{"x", x5}}).at("y");
+    EXPECT_NE(rows.dump("plan").find("resize_interp_rows"), std::string::npos) << what;
+    // (Columns only: [.., H, W, 1] resizes only its next-to-last dim, which the rows kernel takes.)
+    if (c.out[2] != x.shape[2]) {
+      EXPECT_EQ(general.dump("plan").find("resize_interp_rows"), std::string::npos) << what;
+      EXPECT_EQ(a.bytes, g.bytes) << what;
+    }
+    std::vector<double> sc;
+    for (size_t d = 0; d < c.out.size(); ++d) sc.push_back(double(c.out[d]) / x.shape[d]);
+    Mode m;
+    m.mode = c.mode;
+    m.coord = c.coord;
+    m.exclude_outside = c.exclude;
+    m.antialias = c.antialias;
+    if (c.mode == "cubic") m.cubic_a = -0.75;
+    EXPECT_LE(rel_error(a, reference(x, c.out, sc, m)), fp16_mode() ? 1e-3 : 1e-5) << what;
+  }
+}
+
 TEST(Resize, TrilinearOnThreeDims) {
   std::mt19937 rng(24);
   Tensor x = random_tensor({1, 2, 3, 5, 4}, rng);
