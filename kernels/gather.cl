@@ -32,6 +32,29 @@ __kernel void gather_axis(__global const E* data, __global const TI* idx, __glob
   out[i] = data[(o * (IDX)axis_dim + (IDX)ix) * (IDX)inner + k];
 }
 
+// gather_axis with rows of `inner` elements copied as runs: work-item (c, t) copies up to `chunk`
+// consecutive elements of output row t (t = o * nidx + j) from its source row, the index read
+// once (CPU devices, rows of 64+ elements; gather_axis's per-element divisions made SSDlite's
+// [1,3,320,320] -> [3,320,320] Gather 0.68 ms, ONNX Runtime 0.14). Global: (ceil(inner / chunk),
+// outer * nidx).
+__kernel void gather_rows(__global const E* data, __global const TI* idx, __global E* out, long inner,
+                          long nidx, long axis_dim, long chunk, __global int* err) {
+  const IDX c0 = (IDX)get_global_id(0) * (IDX)chunk, t = (IDX)get_global_id(1);
+  if (c0 >= (IDX)inner) return;
+  const IDX j = t % (IDX)nidx, o = t / (IDX)nidx;
+  const IDX end = min((IDX)chunk, (IDX)inner - c0);
+  __global E* dst = out + t * (IDX)inner + c0;
+  long ix = (long)idx[j];
+  if (ix < 0) ix += axis_dim;
+  if (ix < 0 || ix >= axis_dim) {
+    atomic_or(err, 1);
+    for (IDX k = 0; k < end; ++k) dst[k] = (E)0;
+    return;
+  }
+  __global const E* src = data + (o * (IDX)axis_dim + (IDX)ix) * (IDX)inner + c0;
+  for (IDX k = 0; k < end; ++k) dst[k] = src[k];
+}
+
 // GatherElements: out has the indices' shape; along `axis` the coordinate comes from the index
 // tensor. p holds ndim output dims, then ndim data strides.
 __kernel void gather_elements(__global const E* data, __global const TI* idx, __global E* out,

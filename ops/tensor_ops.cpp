@@ -476,12 +476,23 @@ void gather_build(BuildContext& ctx) {
   if (g.axis_dim == 0) ctx.fail("cannot gather from an empty axis");
   check_const_indices(ctx, g.axis_dim);
   const size_t local = ctx.caps().linear_local();
+  const std::string range = "an axis of " + std::to_string(g.axis_dim) + " (data " + shape_to_string(ctx.in_shape(0)) + ")";
+  if (ctx.caps().is_cpu() && g.inner >= 64) {
+    // Whole rows as runs of up to 4096 elements a work-item (local size 1).
+    const int64_t chunk = std::min<int64_t>(g.inner, 4096);
+    ctx.launch("gather", "gather_rows",
+               word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1) +
+                   index_option({n, numel(ctx.in_shape(0))}),
+               {static_cast<size_t>((g.inner + chunk - 1) / chunk), static_cast<size_t>(g.outer * g.nidx)}, {1, 1},
+               ctx.in_buf(0), ctx.in_buf(1), ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, chunk,
+               index_error_flag(ctx, range));
+    return;
+  }
   ctx.launch("gather", "gather_axis",
              word_option(ctx, ctx.input(0).dtype) + index_type_option(ctx, 1) +
                  index_option({n, numel(ctx.in_shape(0))}),
              {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0), ctx.in_buf(1),
-             ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n,
-             index_error_flag(ctx, "an axis of " + std::to_string(g.axis_dim) + " (data " + shape_to_string(ctx.in_shape(0)) + ")"));
+             ctx.out_buf(0), g.inner, g.nidx, g.axis_dim, n, index_error_flag(ctx, range));
 }
 
 // ---- GatherElements ------------------------------------------------------------------------

@@ -285,6 +285,53 @@ TEST(TensorOps, GatherWithRuntimeNegativeIndices) {
   }
 }
 
+// Gathers whose rows hold 64+ elements take gather_rows on CPU devices (a row's index read once,
+// runs of up to 4096 elements a work-item): axes 0 and 1, rows longer than a run, float32, int64
+// and uint8 data (words of 4, 8 and 1 bytes), runtime negative indices, each row copied exactly;
+// a runtime index out of range fails naming the node, as gather_axis does.
+TEST(TensorOps, GatherOfLongRows) {
+  std::mt19937 rng(16);
+  struct Case {
+    Shape s;
+    int64_t axis;
+    std::vector<int64_t> idx;
+  };
+  for (const Case& c : {Case{{3, 5, 100}, 0, {2, -3, 1, 1}}, Case{{3, 5, 100}, 1, {4, 0, -1}},
+                        Case{{2, 9000}, 0, {1, 0, -1}}, Case{{1, 3, 20, 20}, 0, {0}}}) {
+    for (DType t : {DType::Float32, DType::Int64, DType::UInt8}) {
+      Tensor x(t, c.s);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        if (t == DType::Float32) x.data<float>()[i] = fp16_mode() ? static_cast<float>(i % 2048) : static_cast<float>(rng()) / 7.0f;
+        if (t == DType::Int64) x.data<int64_t>()[i] = static_cast<int64_t>(rng()) * 977 - i;
+        if (t == DType::UInt8) x.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+      }
+      const Tensor idx = ints(c.idx);
+      ModelBuilder m;
+      m.input("x", t, c.s).input("i", DType::Int64, {static_cast<int64_t>(c.idx.size())}).output("y");
+      attr_i(m.node("Gather", {"x", "i"}, {"y"}), "axis", c.axis);
+      auto session = open_session(m, ocl_infer::SessionOptions{});
+      const Tensor y = session.run({{"x", x}, {"i", idx}}).at("y");
+      Shape os = c.s;
+      os[c.axis] = static_cast<int64_t>(c.idx.size());
+      const Tensor want = reference(x, os, [&](const std::vector<int64_t>& oc) {
+        std::vector<int64_t> ic = oc;
+        const int64_t k = c.idx[oc[c.axis]];
+        ic[c.axis] = k < 0 ? k + c.s[c.axis] : k;
+        return ic;
+      });
+      const std::string what = ocl_infer::shape_to_string(c.s) + " axis " + std::to_string(c.axis) + " " +
+                               ocl_infer::dtype_name(t);
+      expect_same(y, want, what);
+      if (session.device().type == "CPU") {
+        EXPECT_NE(session.dump("plan").find("gather_rows"), std::string::npos) << what;
+      }
+      std::vector<int64_t> bad = c.idx;
+      bad.back() = c.s[c.axis];
+      EXPECT_THROW(session.run({{"x", x}, {"i", ints(bad)}}), ocl_infer::InputError) << what;
+    }
+  }
+}
+
 TEST(TensorOps, GatherElementsAndGatherNd) {
   std::mt19937 rng(20);
   Shape s{3, 5, 7};
