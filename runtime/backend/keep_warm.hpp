@@ -33,7 +33,7 @@
 // outstanding (checked through an event on every 16th marker). A failed enqueue switches keep-warm
 // off. Where no setting is asked for (adaptive), kTrialRuns runs of a plan (after its first and
 // kTrialSkip more) alternate between the spinner and none, and it stays unless the median of the
-// ratios of neighbouring runs' wall times (with / without) is above 1.
+// ratios of neighbouring runs' wall times (with / without) is above kTrialTolerance.
 #pragma once
 
 #include <cstdint>
@@ -84,8 +84,10 @@ class KeepWarm {
   int started() const { return counter_ ? __atomic_load_n(counter_, __ATOMIC_ACQUIRE) : 0; }
   // Runs of the adaptive trial still to come (0: decided, or a fixed count).
   int trial_runs_left() const;
-  static constexpr int kTrialRuns = 16;  // alternating, after kTrialSkip runs that count for neither
+  static constexpr int kTrialRuns = 24;  // alternating, after kTrialSkip runs that count for neither
   static constexpr int kTrialSkip = 2;
+  // Kept unless the median ratio (with / without) is above this.
+  static constexpr double kTrialTolerance = 1.02;
   // Markers enqueued so far, and how many of them may still be pending (an upper bound: their
   // completion is seen through an event on every 16th).
   uint64_t enqueued() const { return enqueued_; }
