@@ -127,11 +127,12 @@ TEST(Pool, MatchesReference) {
   }
 }
 
-// A MaxPool of case c without indices, and its random input with ties and some -inf values.
-ModelBuilder maxpool_model(const PoolCase& c, DType t = DType::Float32) {
+// A pool of case c (its op: MaxPool without indices, or AveragePool), and a MaxPool's random input
+// with ties and some -inf values.
+ModelBuilder pool_model(const PoolCase& c, DType t = DType::Float32) {
   ModelBuilder m;
   m.input("x", t, c.x).output("y");
-  auto& node = m.node("MaxPool", {"x"}, {"y"});
+  auto& node = m.node(c.op, {"x"}, {"y"});
   attr_ints(node, "kernel_shape", c.k);
   attr_ints(node, "strides", c.s);
   attr_ints(node, "dilations", c.d);
@@ -169,7 +170,7 @@ TEST(Pool, MaxPoolRowsVectorPath) {
       {"MaxPool", {1, 1, 4, 5, 58}, {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}},
   };
   for (const PoolCase& c : cases) {
-    const ModelBuilder m = maxpool_model(c);
+    const ModelBuilder m = pool_model(c);
     Tensor x = maxpool_input(c, rng);
     const Tensor ref = pool_reference(c, x).first;
     const std::string what = ocl_infer::shape_to_string(c.x);
@@ -213,7 +214,7 @@ TEST(Pool, MaxPoolSeparableStrideOne) {
       {"MaxPool", {1, 1, 3, 3}, {13, 13}, {1, 1}, {1, 1}, {6, 6, 6, 6}},
   };
   for (const PoolCase& c : cases) {
-    const ModelBuilder m = maxpool_model(c);
+    const ModelBuilder m = pool_model(c);
     const Tensor x = maxpool_input(c, rng);
     const Tensor ref = pool_reference(c, x).first;
     const std::string what = ocl_infer::shape_to_string(c.x) + " k " + std::to_string(c.k[0]) + "x" +
@@ -255,20 +256,9 @@ TEST(Pool, AveragePoolRowsMatchGenericBits) {
       {"AveragePool", {1, 2, 9, 20}, {2, 2}, {2, 2}, {1, 1}, {1, 1, 0, 0}},
       {"AveragePool", {1, 2, 9, 20}, {2, 2}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
   };
-  auto model = [](const PoolCase& c) {
-    ModelBuilder m;
-    m.input("x", DType::Float32, c.x).output("y");
-    auto& node = m.node("AveragePool", {"x"}, {"y"});
-    attr_ints(node, "kernel_shape", c.k);
-    attr_ints(node, "strides", c.s);
-    attr_ints(node, "dilations", c.d);
-    attr_ints(node, "pads", c.pads);
-    attr_i(node, "ceil_mode", c.ceil);
-    return m;
-  };
   for (bool expect_rows : {true, false}) {
     for (const PoolCase& c : expect_rows ? rows_cases : other_cases) {
-      const ModelBuilder m = model(c);
+      const ModelBuilder m = pool_model(c);
       const Tensor x = random_tensor(c.x, rng, -4, 4);
       const Tensor ref = pool_reference(c, x).first;
       const std::string what = ocl_infer::shape_to_string(c.x) + " k " + std::to_string(c.k[0]);
@@ -300,7 +290,7 @@ TEST(Pool, MaxPoolUint8) {
   PoolCase c{"MaxPool", {1, 2, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}};
   Tensor x(DType::UInt8, c.x);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256);
-  ModelBuilder m = maxpool_model(c, DType::UInt8);
+  ModelBuilder m = pool_model(c, DType::UInt8);
   auto ref = pool_reference(c, x).first;
   auto out = run_model(m, {{"x", x}});
   ASSERT_EQ(out.at("y").shape, ref.shape);
