@@ -4,13 +4,45 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace oi {
 
 namespace {
 
 constexpr uint64_t kCheckpointEvery = 16;
+
+// The spinners' counters, 64-byte lines that are never freed. A kernel's CL_RUNNING callback
+// writes its session's counter, and OpenCL does not promise that callbacks have run when clFinish
+// returns (rusticl calls them from a thread of its own, and calls a user event's at its completion):
+// a counter freed with its session was written after the free (heap corruption at exit, 1 run in
+// 3 of test_keep_warm on rusticl). A session's counter goes back to this pool and serves a later
+// session; a late callback then raises that session's count early, so a spinner returns early,
+// as if its kernel had started. At most as many lines as sessions alive at once.
+struct CounterPool {
+  std::mutex mu;
+  std::vector<int*> free;
+};
+CounterPool& counter_pool() {
+  static CounterPool* pool = new CounterPool;  // never destroyed: reachable to the end
+  return *pool;
+}
+int* take_counter() {
+  CounterPool& p = counter_pool();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (!p.free.empty()) {
+    int* c = p.free.back();
+    p.free.pop_back();
+    return c;
+  }
+  return static_cast<int*>(std::aligned_alloc(64, 64));
+}
+void give_back_counter(int* c) {
+  CounterPool& p = counter_pool();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.free.push_back(c);
+}
 
 }  // namespace
 
@@ -82,10 +114,10 @@ KeepWarm::KeepWarm(ClRuntime& cl, const Setting& setting)
   // The counter lives in host memory that the spinners read in place (a CPU device's buffers with
   // CL_MEM_USE_HOST_PTR are that memory; where a driver copies instead, the spinners see no change
   // and run to their bound, which the adaptive trial would find slower).
-  counter_ = static_cast<int*>(std::aligned_alloc(64, 64));
+  counter_ = take_counter();
   cl_int err = CL_SUCCESS;
   if (counter_) {
-    std::memset(counter_, 0, 64);
+    __atomic_store_n(counter_, 0, __ATOMIC_RELEASE);
     counter_mem_ = clCreateBuffer(cl.context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, 64, counter_, &err);
   }
   if (!counter_ || err != CL_SUCCESS || !counter_mem_) {
@@ -148,17 +180,16 @@ std::string KeepWarm::record_run(const void* plan, double ms) {
 
 KeepWarm::~KeepWarm() {
   for (auto& c : checkpoints_) clReleaseEvent(c.second);
-  // The callbacks of a run that was abandoned may still be pending: they write the counter, so it
-  // outlives them. Then no spinner waits for anything any more.
+  // No spinner waits for anything any more. (Callbacks may still come: see take_counter.)
   if (main_queue_ && counter_mem_) clFinish(main_queue_);
-  if (counter_) __atomic_store_n(counter_, static_cast<int>(announced_ + (1u << 30)), __ATOMIC_RELEASE);
+  release_spinners();
   if (queue_) {
     clFinish(queue_);  // at most one run's markers, well under a millisecond
     clReleaseCommandQueue(queue_);
   }
   spinner_.reset();
   if (counter_mem_) clReleaseMemObject(counter_mem_);
-  std::free(counter_);
+  if (counter_) give_back_counter(counter_);
   finished();
 }
 
@@ -191,11 +222,16 @@ constexpr int kSpinBound = 1 << 17;
 
 }  // namespace
 
+void KeepWarm::release_spinners() {
+  // Far ahead of every target announced so far: each pending spinner returns at its next read.
+  if (counter_) __atomic_store_n(counter_, static_cast<int>(announced_ + (1u << 30)), __ATOMIC_RELEASE);
+}
+
 void KeepWarm::stop_spinning() {
   per_launch_ = 0;
   spin_run_ = false;
   adaptive_ = false;
-  if (counter_) __atomic_store_n(counter_, static_cast<int>(announced_ + (1u << 30)), __ATOMIC_RELEASE);
+  release_spinners();
   if (queue_) clFlush(queue_);
 }
 

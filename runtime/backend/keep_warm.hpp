@@ -125,6 +125,7 @@ class KeepWarm {
  private:
   void poll();
   void stop_spinning();
+  void release_spinners();
 
   ClRuntime* cl_ = nullptr;
   cl_command_queue queue_ = nullptr;
