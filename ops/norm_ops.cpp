@@ -114,9 +114,10 @@ void bn_build(BuildContext& ctx) {
     cl_mem bm = ctx.params(b.bytes.data(), b.bytes.size());
     // Rows of a channel's values (spatial BN with planes of 16+ values, float compute): vectors
     // along the row, the channel's a and b read once per work-item. CPU devices take 64 values
-    // a work-item (local size 1), GPUs 8 with work-groups along the row.
+    // a work-item (local size 1), GPUs 8 with work-groups along the row (CPU-shaped plans as the
+    // other kernel families choose them: rusticl, a CPU device with GPU-like limits, takes 8).
     if (g.block >= 16 && t != DType::Float64) {
-      const bool cpu = ctx.caps().is_cpu();
+      const bool cpu = ctx.caps().cpu_shaped();
       const int64_t chunk = cpu ? 64 : 8;
       const size_t chunks = static_cast<size_t>((g.block + chunk - 1) / chunk);
       const size_t rows = static_cast<size_t>(n / g.block);
