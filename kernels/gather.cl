@@ -10,6 +10,8 @@
 // from the end. An index out of range sets the node's error flag `err` (the run then fails naming
 // the node) and reads as zero rather than out of bounds. Constant indices are checked when the
 // plan is made; their launches get a buffer for `err` that is never written.
+#include "index.cl"
+
 #ifndef IDX
 #define IDX long
 #endif
@@ -22,8 +24,8 @@ __kernel void gather_axis(__global const E* data, __global const TI* idx, __glob
   IDX t = i / (IDX)inner;
   IDX j = t % (IDX)nidx;
   IDX o = t / (IDX)nidx;
-  long ix = (long)idx[j];
-  if (ix < 0) ix += axis_dim;
+  const TI v = idx[j];
+  const long ix = FROM_END(v, axis_dim);
   if (ix < 0 || ix >= axis_dim) {
     atomic_or(err, 1);
     out[i] = (E)0;
@@ -44,8 +46,8 @@ __kernel void gather_rows(__global const E* data, __global const TI* idx, __glob
   const IDX j = t % (IDX)nidx, o = t / (IDX)nidx;
   const IDX end = min((IDX)chunk, (IDX)inner - c0);
   __global E* dst = out + t * (IDX)inner + c0;
-  long ix = (long)idx[j];
-  if (ix < 0) ix += axis_dim;
+  const TI v = idx[j];
+  const long ix = FROM_END(v, axis_dim);
   if (ix < 0 || ix >= axis_dim) {
     atomic_or(err, 1);
     for (IDX k = 0; k < end; ++k) dst[k] = (E)0;
@@ -67,8 +69,8 @@ __kernel void gather_elements(__global const E* data, __global const TI* idx, __
     long c = r % p[d];
     r /= p[d];
     if (d == axis) {
-      c = (long)idx[i];
-      if (c < 0) c += axis_dim;
+      const TI v = idx[i];
+      c = FROM_END(v, axis_dim);
       if (c < 0 || c >= axis_dim) {
         atomic_or(err, 1);
         out[i] = (E)0;
@@ -93,8 +95,8 @@ __kernel void gather_nd(__global const E* data, __global const TI* idx, __global
   long b = s / nsel;
   long src = b * batch_stride;
   for (int d = 0; d < depth; ++d) {
-    long c = (long)idx[s * depth + d];
-    if (c < 0) c += p[d];
+    const TI v = idx[s * depth + d];
+    const long c = FROM_END(v, p[d]);
     if (c < 0 || c >= p[d]) {
       atomic_or(err, 1);
       out[i] = (E)0;

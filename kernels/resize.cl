@@ -38,12 +38,13 @@ __kernel void resize_nearest(__global const E* src, __global E* dst, __global co
     IDX c = r % (IDX)p[d];
     r /= (IDX)p[d];
     if (j >= 0 && p[2 * ndim + 2 * j] == d) {
-      c = tidx[(IDX)p[2 * ndim + 2 * j + 1] + c];
+      const int tc = tidx[(IDX)p[2 * ndim + 2 * j + 1] + c];  // tested as an int (index.cl)
       --j;
-      if (c < 0) {
+      if (tc < 0) {
         dst[i] = extrap[0];
         return;
       }
+      c = tc;
     }
     si += c * (IDX)p[ndim + d];
   }

@@ -92,7 +92,9 @@ static inline vt rnn_clip(vt x, float clip) { return clip > 0.0f ? clamp(x, -cli
 
 // Steps batch b runs (its sequence_lens entry clamped to [0, T]).
 static inline int rnn_len(__global const lens_t* lens, int has_lens, int b, int T) {
-  return has_lens ? (int)clamp((long)lens[b], 0L, (long)T) : T;
+  if (!has_lens) return T;
+  const lens_t n = lens[b];  // compared before widening (kernels/index.cl says why)
+  return n < 0 ? 0 : n > T ? T : (int)n;
 }
 
 static inline size_t y_index(int layout1, int t, int d, int b, int j, int T, int D, int B, int H) {

@@ -171,8 +171,9 @@ __kernel void roi_align(const __global STORE_TYPE(SX)* x, const __global STORE_T
   r /= out_h;
   const int c = (int)(r % C);
   const long n = r / C;
-  const long b = (long)batch[n];
-  if (b < 0 || b >= N) {
+  const TI bi = batch[n];  // tested before widening (kernels/index.cl says why)
+  const long b = bi;
+  if (bi < 0 || b >= N) {
     atomic_or(err, 1);
     ST(SY, y, i, 0.0f);
     return;

@@ -6,7 +6,8 @@
 //   -DACC=float|double|<int type> the type they compute in (float for half and float storage)
 //   -DHALF_STORAGE                T is half: loaded and stored through kernels/storage.cl
 //   -DRED_ADD|RED_MUL|RED_MAX|RED_MIN   the scatter reduction
-//   -DTI=int|long|float|...       index (OneHot: indices) element type; -DTI_HALF: float16 bits
+//   -DTI=int|long|float|...       index (OneHot: indices) element type; -DTI_HALF: float16 bits,
+//                                 -DTI_FLOAT: float or double (OneHot)
 //   -DUSE_FP64                    a double is involved
 //
 // Scatters start from a copy of the data (made by copy.cl) and then write the updates into the
@@ -25,6 +26,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
+#include "index.cl"
 #include "storage.cl"
 
 #ifdef T
@@ -61,8 +63,8 @@ __kernel void scatter_elements(__global const TI* idx, __global const E* upd, __
     long c = r % p[d];
     r /= p[d];
     if (d == axis) {
-      c = (long)idx[i];
-      if (c < 0) c += axis_dim;
+      const TI v = idx[i];
+      c = FROM_END(v, axis_dim);
       if (c < 0 || c >= axis_dim) {
         err[0] = 1;
         return;
@@ -83,8 +85,8 @@ __kernel void scatter_nd(__global const TI* idx, __global const E* upd, __global
   long s = i / slice;
   long dst = i % slice;
   for (int k = 0; k < depth; ++k) {
-    long c = (long)idx[s * depth + k];
-    if (c < 0) c += p[k];
+    const TI v = idx[s * depth + k];
+    const long c = FROM_END(v, p[k]);
     if (c < 0 || c >= p[k]) {
       err[0] = 1;
       return;
@@ -115,8 +117,8 @@ __kernel void scatter_elements_reduce(__global const TI* idx, __global const T* 
   const long len = p[axis], ustride = p[ndim + axis], ostride = p[2 * ndim + axis];
   for (long j = 0; j < len; ++j) {
     const long u = ub + j * ustride;
-    long c = (long)idx[u];
-    if (c < 0) c += axis_dim;
+    const TI v = idx[u];
+    const long c = FROM_END(v, axis_dim);
     if (c < 0 || c >= axis_dim) {
       err[0] = 1;
       continue;
@@ -137,8 +139,8 @@ __kernel void scatter_nd_reduce(__global const TI* idx, __global const T* upd, _
     long dst = e;
     int ok = 1;
     for (int k = 0; k < depth; ++k) {
-      long c = (long)idx[s * depth + k];
-      if (c < 0) c += p[k];
+      const TI v = idx[s * depth + k];
+      const long c = FROM_END(v, p[k]);
       if (c < 0 || c >= p[k]) ok = 0;
       dst += c * p[depth + k];
     }
@@ -152,10 +154,17 @@ __kernel void scatter_nd_reduce(__global const TI* idx, __global const T* upd, _
 #endif
 
 #if defined(E) && defined(TI) && defined(ONE_HOT)
-#ifdef TI_HALF
+// An index as a long (floats truncated, as ONNX's cast to int64) or, for integer types, as it is
+// stored: FROM_END tests its sign before widening (index.cl).
+#if defined(TI_HALF)
 #define LOAD_INDEX(p, i) ((long)half_bits_to_float(((__global const ushort*)(p))[i]))
-#else
+#define INDEX_T long
+#elif defined(TI_FLOAT)
 #define LOAD_INDEX(p, i) ((long)(p)[i])
+#define INDEX_T long
+#else
+#define LOAD_INDEX(p, i) ((p)[i])
+#define INDEX_T TI
 #endif
 // OneHot: the indices viewed as [outer, inner], the output as [outer, depth, inner]; values holds
 // [off, on]. With NEGATIVE_INDICES (opset 11) an index in [-depth, 0) counts from the end; any
@@ -167,9 +176,11 @@ __kernel void one_hot(__global const TI* idx, __global const E* values, __global
   const long in = i % inner;
   const long t = i / inner;
   const long d = t % depth;
-  long ix = LOAD_INDEX(idx, (t / depth) * inner + in);
+  const INDEX_T v = LOAD_INDEX(idx, (t / depth) * inner + in);
 #ifdef NEGATIVE_INDICES
-  if (ix < 0) ix += depth;
+  const long ix = FROM_END(v, depth);
+#else
+  const long ix = v;
 #endif
   out[i] = values[ix == d ? 1 : 0];
 }

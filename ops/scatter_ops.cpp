@@ -366,7 +366,8 @@ void one_hot_build(BuildContext& ctx) {
   if (it == DType::Float16)
     opts += " -DTI=half -DTI_HALF";
   else
-    opts += std::string(" -DTI=") + cl_type(it) + (it == DType::Float64 ? " -DUSE_FP64" : "");
+    opts += std::string(" -DTI=") + cl_type(it) + (it == DType::Float64 ? " -DUSE_FP64" : "") +
+            (it == DType::Float32 || it == DType::Float64 ? " -DTI_FLOAT" : "");
   if (ctx.opset() >= 11) opts += " -DNEGATIVE_INDICES";
   if (it == DType::Float64 && !ctx.caps().fp64) ctx.unsupported("float64 indices need a device with cl_khr_fp64");
   const size_t local = ctx.caps().linear_local();

@@ -238,6 +238,18 @@ inline ocl_infer::Session open_session(const ModelBuilder& m, ocl_infer::Session
   return ocl_infer::Session::from_memory(b.data(), b.size(), opt);
 }
 
+// The device the tests run on (the default one: $OCL_INFER_DEVICE, else the first GPU or
+// accelerator, else the first CPU device), as an Identity session finds it.
+inline const ocl_infer::DeviceInfo& test_device() {
+  static const ocl_infer::DeviceInfo d = [] {
+    ModelBuilder m;
+    m.input("x", ocl_infer::DType::Float32, {1}).output("y");
+    m.node("Identity", {"x"}, {"y"});
+    return open_session(m).device();
+  }();
+  return d;
+}
+
 // Runs a built model once on the default device.
 inline std::map<std::string, Tensor> run_model(const ModelBuilder& m, const std::map<std::string, Tensor>& feeds) {
   return open_session(m).run(feeds);

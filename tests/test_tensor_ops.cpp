@@ -336,24 +336,26 @@ TEST(TensorOps, GatherElementsAndGatherNd) {
   std::mt19937 rng(20);
   Shape s{3, 5, 7};
   Tensor x = iota_tensor(s, rng);
-  {
+  for (DType it : {DType::Int64, DType::Int32}) {
     // GatherElements on axis 1 with indices of shape [3, 4, 7], some negative.
     Shape is{3, 4, 7};
-    Tensor idx(DType::Int64, is);
+    std::vector<int64_t> iv(3 * 4 * 7);
     std::uniform_int_distribution<int64_t> pick(-5, 4);
-    for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = pick(rng);
+    for (auto& v : iv) v = pick(rng);
+    Tensor idx = ints(iv, it);
+    idx.shape = is;
     ModelBuilder m;
-    m.input("x", DType::Float32, s).input("i", DType::Int64, is).output("y");
+    m.input("x", DType::Float32, s).input("i", it, is).output("y");
     attr_i(m.node("GatherElements", {"x", "i"}, {"y"}), "axis", 1);
     auto out = run_model(m, {{"x", x}, {"i", idx}});
     Tensor want(DType::Float32, is);
     for (int64_t i = 0; i < want.numel(); ++i) {
       auto c = unravel(i, is);
-      int64_t k = idx.data<int64_t>()[i];
+      int64_t k = iv[i];
       c[1] = k < 0 ? k + 5 : k;
       want.data<float>()[i] = x.data<float>()[ravel(c, s)];
     }
-    expect_same(out.at("y"), want, "gather_elements");
+    expect_same(out.at("y"), want, std::string("gather_elements ") + ocl_infer::dtype_name(it));
   }
   {
     // GatherND with batch_dims=1: indices [3, 2, 1] pick rows of each batch's [5, 7] matrix.
@@ -383,14 +385,21 @@ TEST(TensorOps, RuntimeIndicesOutOfRangeFail) {
     const char* op;
     Shape idx_shape;
     std::vector<int64_t> idx;
+    DType it;
   };
-  for (const Op& o : {Op{"Gather", {2}, {1, 5}}, Op{"Gather", {2}, {-6, 0}}, Op{"GatherElements", {3, 1}, {0, 7, 1}},
-                      Op{"GatherND", {1, 2}, {2, 5}}}) {
-    SCOPED_TRACE(o.op);
-    Tensor idx = ints(o.idx, DType::Int64);
+  // int32 indices too, below -dim as well as above it (rusticl once let (long)int32 < 0 through);
+  // GatherND takes int64 only.
+  constexpr DType I64 = DType::Int64, I32 = DType::Int32;
+  for (const Op& o : {Op{"Gather", {2}, {1, 5}, I64}, Op{"Gather", {2}, {-6, 0}, I64},
+                      Op{"Gather", {2}, {1, 5}, I32}, Op{"Gather", {2}, {-6, 0}, I32},
+                      Op{"GatherElements", {3, 1}, {0, 7, 1}, I64}, Op{"GatherElements", {3, 1}, {0, 7, 1}, I32},
+                      Op{"GatherElements", {3, 1}, {0, -6, 1}, I32}, Op{"GatherND", {1, 2}, {2, 5}, I64}}) {
+    const DType it = o.it;
+    SCOPED_TRACE(std::string(o.op) + " " + ocl_infer::dtype_name(it));
+    Tensor idx = ints(o.idx, it);
     idx.shape = o.idx_shape;
     ModelBuilder m;
-    m.input("x", DType::Float32, s).input("i", DType::Int64, o.idx_shape).output("y");
+    m.input("x", DType::Float32, s).input("i", it, o.idx_shape).output("y");
     auto& n = m.node(o.op, {"x", "i"}, {"y"});
     if (std::string(o.op) != "GatherND") attr_i(n, "axis", std::string(o.op) == "GatherElements" ? 1 : 1);
     try {

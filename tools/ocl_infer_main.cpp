@@ -445,7 +445,8 @@ int list_devices() {
   for (auto& d : devs)
     std::cout << d.index << ": " << d.name << " [" << d.type << "] platform '" << d.platform
               << "', " << d.opencl_c_version << ", driver " << d.driver_version << ", "
-              << d.compute_units << " compute units, " << (d.global_mem_bytes >> 20) << " MiB\n";
+              << d.compute_units << " compute units, " << (d.global_mem_bytes >> 20) << " MiB"
+              << (d.fp64 ? ", fp64" : "") << (d.fp16 ? ", fp16" : "") << "\n";
   return 0;
 }
 

@@ -123,6 +123,8 @@ struct DeviceInfo {
   uint64_t global_mem_bytes = 0;
   uint64_t max_alloc_bytes = 0;
   uint32_t compute_units = 0;
+  bool fp64 = false;  // cl_khr_fp64: float64 arithmetic runs here (else it is an UnsupportedError)
+  bool fp16 = false;  // cl_khr_fp16 (float16 storage works without it, converted in the kernels)
 };
 
 // Every OpenCL device of every platform. Throws DeviceError when no platform is installed.

@@ -124,6 +124,8 @@ py::dict device_dict(const ocl_infer::DeviceInfo& d) {
   r["global_mem_bytes"] = d.global_mem_bytes;
   r["max_alloc_bytes"] = d.max_alloc_bytes;
   r["compute_units"] = d.compute_units;
+  r["fp64"] = d.fp64;
+  r["fp16"] = d.fp16;
   return r;
 }
 

@@ -432,6 +432,11 @@ std::vector<DeviceHandle> enumerate_devices() {
       i.global_mem_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
       i.max_alloc_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
       i.compute_units = device_scalar<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
+      std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
+      for (std::string e; ext >> e;) {
+        i.fp64 = i.fp64 || e == "cl_khr_fp64";
+        i.fp16 = i.fp16 || e == "cl_khr_fp16";
+      }
       out.push_back(h);
     }
   }
