@@ -38,7 +38,7 @@
 // A NaN anywhere makes the result NaN, as numpy's maximum.reduce does.
 #define MAXV(a, b) (isnan(a) || (a) > (b) ? (a) : (b))
 #define MINV(a, b) (isnan(a) || (a) < (b) ? (a) : (b))
-#define ABSV(a) fabs(a)
+#define ABSV(a) fabs((TA)(a))
 // LogSumExp works in the element's float type, integers in float.
 #define TF TA
 #else
@@ -46,7 +46,9 @@
 #define HIGHEST ((TA)(T_HIGHEST))
 #define MAXV(a, b) ((a) > (b) ? (a) : (b))
 #define MINV(a, b) ((a) < (b) ? (a) : (b))
-#define ABSV(a) ((a) < (TA)0 ? -(a) : (a))
+// |x| widened to TA, the sign tested on the element's own type before widening (an int widened
+// to long and then compared with 0 is miscompiled by Mesa 22.3's rusticl: kernels/index.cl).
+#define ABSV(x) ((x) < (T)0 ? -(TA)(x) : (TA)(x))
 #define TF float
 #endif
 
@@ -56,7 +58,7 @@
 #define COMB(a, b) ((a) + (b))
 #elif defined(OP_L1)
 #define INIT ((TA)0)
-#define ACC(a, x) ((a) + ABSV((TA)(x)))
+#define ACC(a, x) ((a) + ABSV(x))
 #define COMB(a, b) ((a) + (b))
 #elif defined(OP_L2) || defined(OP_SUMSQUARE)
 #define INIT ((TA)0)
