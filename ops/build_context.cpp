@@ -131,6 +131,11 @@ void resolve_launch(ClRuntime& cl, Launch& l) {
   l.kernel = std::move(k);
 }
 
+void BuildContext::require_fp64_support(const std::string& options) {
+  if (!caps().fp64 && options.find("-DUSE_FP64") != std::string::npos)
+    unsupported("float64 arithmetic needs a device with cl_khr_fp64 (this one has none)");
+}
+
 void BuildContext::push(const std::string& file, const std::string& entry, const std::string& options,
                         std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local,
                         const std::string& first_run_options) {

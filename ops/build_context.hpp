@@ -215,6 +215,9 @@ class BuildContext : public OpContext {
   void push(const std::string& file, const std::string& entry, const std::string& options,
             std::vector<KernelArg> args, std::vector<size_t> global, std::vector<size_t> local,
             const std::string& first_run_options = "");
+  // Fails (unsupported) when `options` ask for float64 arithmetic (-DUSE_FP64) on a device without
+  // cl_khr_fp64, before anything is compiled (else the build log is the user's only message).
+  void require_fp64_support(const std::string& options);
 
   int step_;
   PlanSink& sink_;
@@ -226,6 +229,7 @@ void BuildContext::launch(const std::string& file, const std::string& entry, con
                           std::vector<size_t> global, std::vector<size_t> local, const Args&... args) {
   for (size_t g : global)
     if (g == 0) return;
+  require_fp64_support(options);
   cl().prefetch(file, options);
   push(file, entry, options, std::vector<KernelArg>{arg(args)...}, std::move(global), std::move(local));
 }
@@ -236,6 +240,8 @@ void BuildContext::launch_tiered(const std::string& file, const std::string& ent
                                  std::vector<size_t> local, const Args&... args) {
   for (size_t g : global)
     if (g == 0) return;
+  require_fp64_support(options);
+  require_fp64_support(first_run_options);
   push(file, entry, options, std::vector<KernelArg>{arg(args)...}, std::move(global), std::move(local),
        first_run_options);
 }
