@@ -543,6 +543,51 @@ TEST(ConcatInPlace, SplitHalvesAndInPlaceChains) {
   }
 }
 
+// DenseNet's blocks: layer k concatenates every feature map so far, [x0, f1, ..., f(k-1)], so each
+// Concat is a prefix of the block's last one. Once the last takes its inputs in place, each earlier
+// Concat's output is a view of that prefix and copies nothing, while the BN + ReLU over it (in
+// place before) gets storage of its own. Not where the shared bytes would change while the prefix
+// is live (a prefix read after the in-place ReLU over the last Concat), nor for a Concat whose
+// inputs are in another order, or for a batch of two (the channels of one image are then not one
+// run).
+TEST(ConcatInPlace, DenseBlockPrefixesAreViews) {
+  struct Case {
+    const char* what;
+    int64_t batch;
+    bool late_read, swapped;
+    int in_place;  // expected concat inputs written in place
+  };
+  const Case cases[] = {
+      {"dense block", 1, false, false, 1 + 2 + 3 + 4},
+      {"a prefix read after the ReLU over the last Concat", 1, true, false, 1 + 3 + 4},
+      {"a Concat in another order", 1, false, true, 1 + 2 + 4},
+      {"batch of two", 2, false, false, 0},
+  };
+  for (const Case& c : cases) {
+    GraphGen g(41);
+    std::string x = g.input({c.batch, 3, 16, 16});
+    std::vector<std::string> features{g.activation(g.conv(x, 4, 3, 1, 1, true), 0)};
+    std::string late;
+    for (int k = 1; k <= 3; ++k) {
+      std::vector<std::string> ins = features;
+      if (c.swapped && k == 3) std::swap(ins[0], ins[1]);
+      const std::string cat = g.concat(ins, 1);
+      if (k == 2) late = cat;
+      features.push_back(g.conv(g.activation(g.batchnorm(cat), 0), 2, 3, 1, 1, false));
+    }
+    const std::string last = g.concat(features, 1);
+    g.output(g.conv(g.activation(g.batchnorm(last), 0), 3, 1, 0, 1, true));
+    if (c.late_read) g.output(g.activation(late, 2));
+    check_graph(g, c.what);
+    std::string bytes = g.m.bytes();
+    auto session = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    const auto got = session.run(g.feeds);
+    for (auto& [name, t] : got) EXPECT_LE(ref::rel_error(t, g.val.at(name)), kTolerance) << c.what << " " << name;
+    const std::string plan = session.dump("plan.json");
+    EXPECT_EQ(plan_count(plan, "concat_inputs_in_place"), c.in_place) << c.what << "\n" << plan;
+  }
+}
+
 // A contiguous Slice becomes a view at an offset; a Squeeze or Reshape of it is a view of a view
 // (the Q/K/V split of an attention block: Slice -> Squeeze -> Transpose).
 TEST(Views, SliceViewThenSqueezeReshapeTranspose) {
