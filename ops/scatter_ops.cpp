@@ -73,10 +73,8 @@ std::string arith_options(const BuildContext& ctx, DType storage) {
   if (storage == DType::Bool || (!is_float(storage) && !is_integer(storage)))
     ctx.unsupported(std::string("arithmetic on ") + dtype_name(storage) + " elements is not supported");
   if (storage == DType::Float16) return " -DT=half -DACC=float -DHALF_STORAGE";
-  if (storage == DType::Float64) {
-    if (!ctx.caps().fp64) ctx.unsupported("float64 arithmetic needs a device with cl_khr_fp64");
-    return " -DT=double -DACC=double -DUSE_FP64";
-  }
+  // (A device without cl_khr_fp64 is refused at the launch: BuildContext::require_fp64_support.)
+  if (storage == DType::Float64) return " -DT=double -DACC=double -DUSE_FP64";
   const std::string t = cl_type(storage);
   return " -DT=" + t + " -DACC=" + t;
 }
@@ -369,7 +367,6 @@ void one_hot_build(BuildContext& ctx) {
     opts += std::string(" -DTI=") + cl_type(it) + (it == DType::Float64 ? " -DUSE_FP64" : "") +
             (it == DType::Float32 || it == DType::Float64 ? " -DTI_FLOAT" : "");
   if (ctx.opset() >= 11) opts += " -DNEGATIVE_INDICES";
-  if (it == DType::Float64 && !ctx.caps().fp64) ctx.unsupported("float64 indices need a device with cl_khr_fp64");
   const size_t local = ctx.caps().linear_local();
   ctx.launch("scatter", "one_hot", opts, {round_up(static_cast<size_t>(n), local)}, {local}, ctx.in_buf(0),
              ctx.in_buf(2), ctx.out_buf(0), h.depth, h.inner, n);

@@ -194,6 +194,14 @@ std::string device_string(cl_device_id d, cl_device_info what) {
   return s;
 }
 
+// The device's CL_DEVICE_EXTENSIONS as a set (for DeviceCaps and the public DeviceInfo).
+std::set<std::string> device_extensions(cl_device_id d) {
+  std::set<std::string> r;
+  std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
+  for (std::string e; ext >> e;) r.insert(e);
+  return r;
+}
+
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
   size_t n = 0;
   if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
@@ -354,8 +362,7 @@ DeviceCaps query_caps(cl_device_id d) {
   c.preferred_vector_width_float = device_scalar<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
   c.preferred_vector_width_half = device_scalar<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF);
   c.native_vector_width_float = device_scalar<cl_uint>(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
-  std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
-  for (std::string e; ext >> e;) c.extensions.insert(e);
+  c.extensions = device_extensions(d);
   c.fp16 = c.has("cl_khr_fp16");
   c.fp64 = c.has("cl_khr_fp64");
   c.subgroups = c.has("cl_khr_subgroups") || c.has("cl_intel_subgroups");
@@ -432,11 +439,9 @@ std::vector<DeviceHandle> enumerate_devices() {
       i.global_mem_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
       i.max_alloc_bytes = device_scalar<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
       i.compute_units = device_scalar<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
-      std::istringstream ext(device_string(d, CL_DEVICE_EXTENSIONS));
-      for (std::string e; ext >> e;) {
-        i.fp64 = i.fp64 || e == "cl_khr_fp64";
-        i.fp16 = i.fp16 || e == "cl_khr_fp16";
-      }
+      const std::set<std::string> ext = device_extensions(d);
+      i.fp64 = ext.count("cl_khr_fp64") > 0;
+      i.fp16 = ext.count("cl_khr_fp16") > 0;
       out.push_back(h);
     }
   }
