@@ -1,6 +1,7 @@
 // Program bundles (runtime/backend/program_bundle.hpp): the option parser, the scan of file-scope
-// names, two units of one source in one program on the device, and a model planned with and
-// without bundling (bit-identical, and against a CPU reference).
+// names, two units of one source in one program on the device, a model planned with and without
+// bundling (bit-identical, and against a CPU reference), the registry of what was bundled, and the
+// process's pool of compiled programs that later sessions take their kernels from.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/backend/cl_runtime.hpp"
@@ -162,6 +164,7 @@ TEST(Bundle, ModelBundledMatchesSeparateProgramsAndReference) {
 
   auto run = [&](bool bundle, ocl_infer::SessionStats* st) {
     setenv("OCL_INFER_BUNDLE", bundle ? "1" : "0", 1);
+    ocl_infer::release_shared_contexts();  // as a new process: no programs kept from the other run
     ocl_infer::SessionOptions so;
     so.cache_dir = "off";
     so.tuning_cache = "off";
@@ -223,6 +226,7 @@ TEST(Bundle, RegistryKeepsUnitsBuiltAloneOnTheirOwn) {
     so.cache_dir = dir;
     so.tuning_cache = "off";
     so.kernel_variants = "conv=packed:pad=0";  // three units: no padded copy of the conv's input
+    ocl_infer::release_shared_contexts();  // each run as a new process (only the disk's registry)
     auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
     auto out = s.run({{"x", x}}).at("y");
     *st = s.stats();
@@ -272,6 +276,82 @@ TEST(Bundle, RegistryKeepsUnitsBuiltAloneOnTheirOwn) {
     if (f != "." && f != "..") std::remove((dir + "/" + f).c_str());
   std::remove(registry.c_str());
   rmdir(dir.c_str());
+}
+
+// The process keeps the programs its sessions compiled (ProgramPool in cl_runtime.cpp): a later
+// session with the same kernels compiles nothing, one that shares some of them compiles only the
+// rest (taking the others from an earlier session's bundle), sessions on several threads at once
+// share them, and after release_shared_contexts() a session compiles again. Same bits throughout,
+// and the CPU reference. (No disk cache: every program a session does not find in the pool is a
+// build.)
+TEST(Bundle, LaterSessionsTakeTheProcessesPrograms) {
+  std::mt19937 rng(23);
+  const Tensor x = random_tensor({1, 5, 13, 11}, rng), w = random_tensor({7, 5, 3, 3}, rng);
+  ModelBuilder multi;  // three units: one bundle
+  multi.input("x", DType::Float32, {1, 5, 13, 11}).output("y");
+  multi.initializer("w", w);
+  multi.node("Sigmoid", {"x"}, {"s"});
+  attr_ints(multi.node("Conv", {"s", "w"}, {"c"}), "pads", {1, 1, 1, 1});
+  attr_ints(multi.node("MaxPool", {"c"}, {"y"}), "kernel_shape", {2, 2});
+  ModelBuilder part;  // the same Sigmoid, then a Tanh of its own
+  part.input("x", DType::Float32, {1, 5, 13, 11}).output("y");
+  part.node("Sigmoid", {"x"}, {"s"});
+  part.node("Tanh", {"s"}, {"y"});
+  auto run = [&](const ModelBuilder& m, ocl_infer::SessionStats* st) {
+    const std::string bytes = m.bytes();
+    ocl_infer::SessionOptions so;
+    so.cache_dir = "off";
+    so.tuning_cache = "off";
+    so.optimization_level = 0;  // no fusion: the Sigmoid is a unit of its own in both models
+    so.kernel_variants = "conv=packed:pad=0";
+    auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
+    auto out = s.run({{"x", x}}).at("y");
+    if (st) *st = s.stats();
+    return out;
+  };
+  const Tensor sig = reference::unary(x, [](double v) { return 1 / (1 + std::exp(-v)); });
+  const Tensor c = reference::conv2d(sig, w, nullptr, 1, 1);
+  Tensor want(DType::Float32, {1, 7, 12, 10});  // 2x2 windows, stride 1
+  for (int64_t o = 0; o < 7; ++o)
+    for (int64_t h = 0; h < 12; ++h)
+      for (int64_t v = 0; v < 10; ++v) {
+        float mx = -INFINITY;
+        for (int64_t dh = 0; dh < 2; ++dh)
+          for (int64_t dv = 0; dv < 2; ++dv) mx = std::max(mx, c.data<float>()[(o * 13 + h + dh) * 11 + v + dv]);
+        want.data<float>()[(o * 12 + h) * 10 + v] = mx;
+      }
+  const Tensor want_part = reference::unary(sig, [](double v) { return std::tanh(v); });
+
+  ocl_infer::release_shared_contexts();
+  ocl_infer::SessionStats st;
+  const Tensor first = run(multi, &st);
+  EXPECT_EQ(st.programs_built, 1);
+  EXPECT_EQ(st.programs_bundled, 3);
+  EXPECT_LT(reference::rel_error(first, want), 1e-5);
+  // The same model again: every kernel from the first session's bundle.
+  EXPECT_EQ(run(multi, &st).bytes, first.bytes);
+  EXPECT_EQ(st.programs_built, 0);
+  EXPECT_EQ(st.programs_bundled, 0);
+  // The Sigmoid from that bundle, the Tanh built alone (one unit: no bundle).
+  const Tensor p1 = run(part, &st);
+  EXPECT_EQ(st.programs_built, 1);
+  EXPECT_EQ(st.programs_bundled, 0);
+  EXPECT_LT(reference::rel_error(p1, want_part), 1e-5);
+  // The Tanh's own program too.
+  EXPECT_EQ(run(part, &st).bytes, p1.bytes);
+  EXPECT_EQ(st.programs_built, 0);
+  EXPECT_EQ(st.programs_cached, 1) << "the Tanh's program, from the pool";
+  // Four threads at once, half of them on each model.
+  std::vector<Tensor> outs(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { outs[t] = run(t % 2 ? part : multi, nullptr); });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(outs[t].bytes, (t % 2 ? p1 : first).bytes) << "thread " << t;
+  // A new context: compiled again, the same bits.
+  ocl_infer::release_shared_contexts();
+  EXPECT_EQ(run(multi, &st).bytes, first.bytes);
+  EXPECT_EQ(st.programs_built, 1);
+  EXPECT_EQ(st.programs_bundled, 3);
 }
 
 }  // namespace

@@ -140,6 +140,8 @@ RunResult run(const ModelBuilder& m, const Tensor& x, const std::string& cache_d
   so.tuning_cache = "off";
   so.log = [&r](const std::string& line) { r.log.push_back(line); };
   const std::string bytes = m.bytes();
+  // Each run as a new process starts: no programs kept from the earlier runs, only the caches.
+  ocl_infer::release_shared_contexts();
   auto s = ocl_infer::Session::from_memory(bytes.data(), bytes.size(), so);
   r.y = s.run({{"x", x}}).at("y");
   return r;

@@ -373,6 +373,8 @@ TEST(KernelCache, BinaryStorageDecisionIsMeasuredAndKept) {
   for (int round = 0; round < 4; ++round) {
     ScopedEnv bundle("OCL_INFER_BUNDLE", round < 2 ? "0" : "1");
     int programs = 0;
+    // Each session as a new process starts: no programs kept from earlier sessions.
+    ocl_infer::release_shared_contexts();
     {
       auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
       EXPECT_NEAR(s.run({{"x", x}}).at("y").data<float>()[0], 1.f, 1e-6);  // a softmax sums to 1
@@ -386,6 +388,7 @@ TEST(KernelCache, BinaryStorageDecisionIsMeasuredAndKept) {
     }
     auto [store, file] = decision();
     ASSERT_TRUE(store == 0 || store == 1) << "no decision file in " << dir;
+    ocl_infer::release_shared_contexts();
     {
       auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
       EXPECT_NEAR(s.run({{"x", x}}).at("y").data<float>()[0], 1.f, 1e-6);
@@ -425,11 +428,15 @@ TEST(KernelCache, TruncatedOrForeignEntriesFallBackToCompiling) {
   auto expect_sigmoid = [&](const Tensor& y) {
     for (int i = 0; i < 5; ++i) EXPECT_NEAR(y.data<float>()[i], 1.f / (1.f + std::exp(2.f - i)), 1e-6);
   };
+  // Every session as a new process starts (release_shared_contexts: no programs kept from the
+  // earlier sessions), so that each one meets the disk cache.
+  ocl_infer::release_shared_contexts();
   {
     auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
     expect_sigmoid(s.run({{"x", x}}).at("y"));
     EXPECT_EQ(s.stats().programs_built, 1);
   }
+  ocl_infer::release_shared_contexts();
   {
     auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
     expect_sigmoid(s.run({{"x", x}}).at("y"));
@@ -455,6 +462,7 @@ TEST(KernelCache, TruncatedOrForeignEntriesFallBackToCompiling) {
       if (std::string(damage) == "truncate") out << content.substr(0, content.size() / 2);
       else out << std::string(content.size(), 'x');
     }
+    ocl_infer::release_shared_contexts();
     auto s = ocl_infer::Session::from_memory(b.data(), b.size(), opt);
     expect_sigmoid(s.run({{"x", x}}).at("y"));
     EXPECT_EQ(s.stats().programs_built, 1) << damage;

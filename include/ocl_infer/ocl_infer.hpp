@@ -132,10 +132,13 @@ std::vector<DeviceInfo> list_devices();
 
 // Sessions on one device share one OpenCL context per process, which the process keeps after its
 // last session goes, so that later sessions find the driver's compiler set up (PoCL: its kernel
-// library, parsed at the first build from source: about 110 MB and 0.4-0.5 s to read). This drops
-// the process's references: each context, and that memory, goes when its last session does (to
-// the allocator; glibc's malloc_trim(0) hands it back to the system); later sessions make a new
-// one. Safe to call at any time, from any thread.
+// library, parsed at the first build from source: about 110 MB and 0.4-0.5 s to read), and with
+// it the kernel programs its sessions compiled (up to 256 programs, the oldest dropped first), so
+// that a later session with the same kernels compiles none. This drops the process's references:
+// each context, its programs and that memory go when its last session does (to the allocator;
+// glibc's malloc_trim(0) hands it back to the system); later sessions make a new one and compile
+// (or load from the disk caches) as a new process would. Safe to call at any time, from any
+// thread.
 void release_shared_contexts();
 
 // Float32: every tensor in float32. Float16: float32 tensors inside the model stored as float16

@@ -8,6 +8,7 @@
 #include <thread>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -577,9 +578,92 @@ cl_context shared_context(cl_device_id device) {
 
 }  // namespace
 
+// Programs compiled in this process, shared by every runtime on the shared context: a process that
+// opens sessions one after another (the test suites, a server loading several models, a Python
+// user's session per input size) compiles a kernel program once, not once per session. PoCL's own
+// cache would find a program again, but only one with the same source: a bundle holds the units of
+// one plan, so the next plan's bundle (another shape of the op under test, with the same casts
+// and copies around it) compiled every shared unit again, ~80 % of test_scatter_fp16's code
+// generation. Single programs are kept by file + options, bundles by each of their units. The
+// pool holds a reference of its own (runtimes retain what they take); the oldest entries go once
+// it holds kMaxPrograms programs or kMaxSourceBytes of their sources (a rough measure of what
+// the driver keeps per program), and all of it with release_shared_contexts().
+struct ProgramPool {
+  static constexpr size_t kMaxPrograms = 256;
+  static constexpr size_t kMaxSourceBytes = 64u << 20;
+  struct Entry {
+    cl_program prog;
+    size_t bytes;
+    std::vector<std::string> keys;  // of `programs` or `units`
+    std::vector<std::pair<std::string, std::string>> units;  // a bundle's, in order
+  };
+  std::mutex mu;
+  std::deque<Entry> entries;  // oldest first
+  size_t bytes = 0;
+  std::unordered_map<std::string, cl_program> programs;  // file \n options (with the extra options)
+  // A bundled unit, by file \n options \n extra options: its bundle and the suffix of its names.
+  std::unordered_map<std::string, std::pair<cl_program, std::string>> units;
+
+  void add(Entry e) {
+    clRetainProgram(e.prog);
+    bytes += e.bytes;
+    entries.push_back(std::move(e));
+    while (entries.size() > kMaxPrograms || (bytes > kMaxSourceBytes && entries.size() > 1)) {
+      Entry& old = entries.front();
+      for (const std::string& k : old.keys) {
+        if (auto it = programs.find(k); it != programs.end() && it->second == old.prog) programs.erase(it);
+        if (auto it = units.find(k); it != units.end() && it->second.first == old.prog) units.erase(it);
+      }
+      bytes -= old.bytes;
+      clReleaseProgram(old.prog);
+      entries.pop_front();
+    }
+  }
+  void clear() {
+    for (Entry& e : entries) clReleaseProgram(e.prog);
+    entries.clear();
+    programs.clear();
+    units.clear();
+    bytes = 0;
+  }
+};
+
+namespace {
+
+// The pools of the shared contexts (guarded by shared_contexts().mu).
+std::map<cl_context, std::shared_ptr<ProgramPool>>& program_pools() {
+  static auto* pools = new std::map<cl_context, std::shared_ptr<ProgramPool>>;
+  return *pools;
+}
+
+// The pool of `context`; null when it is no longer a shared context (release_shared_contexts()
+// was called since): that runtime's programs are its own.
+std::shared_ptr<ProgramPool> program_pool(cl_context context) {
+  SharedContexts& s = shared_contexts();
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (const auto& [device, c] : s.contexts)
+    if (c == context) {
+      std::shared_ptr<ProgramPool>& p = program_pools()[context];
+      if (!p) p = std::make_shared<ProgramPool>();
+      return p;
+    }
+  return nullptr;
+}
+
+std::string pool_unit_key(const std::string& file, const std::string& options) {
+  return file + '\n' + options + '\n' + extra_build_options();
+}
+
+}  // namespace
+
 void release_shared_contexts() {
   SharedContexts& s = shared_contexts();
   std::lock_guard<std::mutex> lock(s.mu);
+  for (auto& [context, pool] : program_pools()) {
+    std::lock_guard<std::mutex> l(pool->mu);
+    pool->clear();
+  }
+  program_pools().clear();
   for (auto& [device, context] : s.contexts) clReleaseContext(context);
   s.contexts.clear();
 }
@@ -595,6 +679,7 @@ ClRuntime::ClRuntime(const DeviceHandle& dev, const std::string& cache_dir,
     : dev_(dev), profiling_(profiling), log_(std::move(log)) {
   cl_int err = CL_SUCCESS;
   context_ = shared_context(dev_.device);
+  pool_ = program_pool(context_);
   queue_ = clCreateCommandQueue(context_, dev_.device,
                                 profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
   if (err != CL_SUCCESS) {
@@ -1099,16 +1184,71 @@ cl_program ClRuntime::program(const std::string& file, const std::string& option
     if (auto it = programs_.find(key); it != programs_.end()) return it->second;
     if (auto it = pending_.find(key); it != pending_.end()) pending = it->second;
   }
-  cl_program p = pending.valid() ? pending.get() : load_or_build(file, options);  // get() rethrows
-  note_separate_build(file, options);
+  cl_program p = pending.valid() ? nullptr : pooled_program(key);
+  const bool pooled = p != nullptr;
+  if (!p) {
+    p = pending.valid() ? pending.get() : load_or_build(file, options);  // get() rethrows
+    note_separate_build(file, options);
+    pool_program(key, p, kernel_source(file).size());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   pending_.erase(key);
   if (auto it = programs_.find(key); it != programs_.end()) {
     if (it->second != p) clReleaseProgram(p);  // built twice meanwhile: keep the first
     return it->second;
   }
+  if (pooled) stats_.cached++;
   programs_[key] = p;
   return p;
+}
+
+cl_program ClRuntime::pooled_program(const std::string& key) {
+  if (!pool_) return nullptr;
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  auto it = pool_->programs.find(key);
+  if (it == pool_->programs.end()) return nullptr;
+  clRetainProgram(it->second);
+  return it->second;
+}
+
+void ClRuntime::pool_program(const std::string& key, cl_program p, size_t bytes) {
+  if (!pool_) return;
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  if (pool_->programs.count(key)) return;
+  pool_->programs[key] = p;
+  pool_->add({p, bytes, {key}, {}});
+}
+
+bool ClRuntime::adopt_pooled_bundle(const std::string& file, const std::string& options) {
+  if (!pool_) return false;
+  cl_program prog = nullptr;
+  std::vector<std::pair<std::string, std::string>> units;
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    auto it = pool_->units.find(pool_unit_key(file, options));
+    if (it == pool_->units.end()) return false;
+    prog = it->second.first;
+    for (const ProgramPool::Entry& e : pool_->entries)
+      if (e.prog == prog) units = e.units;
+    clRetainProgram(prog);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bundle_units_.count(prog)) {
+    clReleaseProgram(prog);  // adopted already (for another of its units)
+  } else {
+    bundles_.push_back(prog);
+    bundle_units_[prog] = units;
+  }
+  for (size_t i = 0; i < units.size(); ++i)
+    bundled_.emplace(units[i].first + '\n' + units[i].second, std::make_pair(prog, bundle_suffix(i)));
+  return bundled_.count(file + '\n' + options) > 0;
+}
+
+bool ClRuntime::in_pool(const std::string& file, const std::string& options) const {
+  if (!pool_) return false;
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  return pool_->units.count(pool_unit_key(file, options)) ||
+         pool_->programs.count(file + '\n' + options + extra_build_options());
 }
 
 void ClRuntime::prefetch(const std::string& file, const std::string& options) {
@@ -1161,6 +1301,12 @@ KernelPtr ClRuntime::kernel(const std::string& file, const std::string& entry,
       name += it->second.second;
     }
   }
+  if (!p && adopt_pooled_bundle(file, options)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto& [prog, suffix] = bundled_.at(file + '\n' + options);
+    p = prog;
+    name += suffix;
+  }
   if (!p) p = program(file, options + extra_build_options());
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(p, name.c_str(), &err);
@@ -1179,7 +1325,7 @@ std::vector<std::pair<std::string, std::string>> ClRuntime::unbuilt_units(
     const std::string key = file + '\n' + options;
     std::vector<std::pair<std::string, std::string>> defines;
     if (!seen.insert(key).second || bundled_.count(key) || programs_.count(key + extra_build_options()) ||
-        pending_.count(key + extra_build_options()) ||
+        pending_.count(key + extra_build_options()) || in_pool(file, options) ||
         !parse_define_options(without_unoptimized_flag(options), &defines))
       continue;
     todo.push_back({file, options});
@@ -1382,6 +1528,15 @@ void ClRuntime::build_bundle_now(const std::vector<std::pair<std::string, std::s
            " programs one by one");
     }
     return;
+  }
+  if (pool_) {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    ProgramPool::Entry e{prog, src.size(), {}, todo};
+    for (size_t i = 0; i < todo.size(); ++i) {
+      e.keys.push_back(pool_unit_key(todo[i].first, todo[i].second));
+      pool_->units[e.keys.back()] = {prog, bundle_suffix(i)};
+    }
+    pool_->add(std::move(e));
   }
   std::lock_guard<std::mutex> lock(mu_);
   bundles_.push_back(prog);

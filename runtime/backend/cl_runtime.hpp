@@ -116,6 +116,8 @@ struct CompileStats {
   int bundled = 0;  // (file, options) units built inside a program bundle (each bundle counts once in built/cached)
 };
 
+struct ProgramPool;  // the process's compiled programs, per shared context (cl_runtime.cpp)
+
 class ClRuntime {
  public:
   // profiling: create the queue with CL_QUEUE_PROFILING_ENABLE.
@@ -236,6 +238,14 @@ class ClRuntime {
   std::vector<UnstoredProgram> unstored_;  // guarded by mu_
   std::atomic<long long> upload_us_{0};
   cl_program program(const std::string& file, const std::string& options);
+  // The process's program pool (see ProgramPool in cl_runtime.cpp): a program built by an earlier
+  // runtime, retained for the caller (null when none); a program this runtime built, handed to
+  // the pool; a pooled bundle holding the unit, taken into bundled_ (false when none);
+  // whether the pool has the unit at all. Lock order: mu_ before the pool's.
+  cl_program pooled_program(const std::string& key);
+  void pool_program(const std::string& key, cl_program p, size_t bytes);
+  bool adopt_pooled_bundle(const std::string& file, const std::string& options);
+  bool in_pool(const std::string& file, const std::string& options) const;
   // Loads from the disk cache or compiles; thread-safe.
   cl_program load_or_build(const std::string& file, const std::string& options);
   // The same for any source; `file` names it in the cache and the log (kBundleName for a bundle).
@@ -294,6 +304,7 @@ class ClRuntime {
   bool profiling_ = false;
   std::string cache_dir_;
   std::function<void(const std::string&)> log_;
+  std::shared_ptr<ProgramPool> pool_;  // null once the context is no longer the shared one
   std::map<std::string, cl_program> programs_;
   std::map<std::string, std::shared_future<cl_program>> pending_;  // prefetched, by the same key
   // Units built in a bundle, by file + '\n' + options (without the extra options): the bundle and
