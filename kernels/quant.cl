@@ -27,7 +27,8 @@
 //         1x1 convs; -DDEPTHWISE -DOWB=n for one channel per group; -DQTILED with tiled.cl's
 //         -DTS -DRM -DRN -DTK and -DFLUSH_TILES for the GPU-shaped one
 //   VNNI conv (x86 AVX-512 VNNI, see below): -DQVNNI -DOWB=n -DOCV=1|2|4, the window, -DX_SIGNED
-//         for int8 inputs; 1x1 with -DPWB= -DPXV= (-DPW_DIRECT -DPW_GROUPS=n: no packing launch),
+//         for int8 inputs (-DPACK_INPUT_ONLY: only its input packing, which reads XT and X_SIGNED);
+//         1x1 with -DPWB= -DPXV= (-DPW_DIRECT -DPW_GROUPS=n: no packing launch),
 //         along output rows with -DPW_ROWS -DPWB= -DPXV= -DRB= (qconv_vnni_rows)
 //   VNNI depthwise conv: -DQDWVNNI, the window, -DIN_W= -DOUT_W= -DPAD_W=, -DX_SIGNED for int8 inputs
 //   VNNI matmul: -DQMVNNI -DNBV=1|2|4 -DMB=n, -DX_SIGNED for int8 inputs
@@ -867,6 +868,9 @@ __kernel void qmadd_pack_input(PACK_INPUT_PARAMS) { pack_input(PACK_INPUT_ARGS);
 #else
 __kernel void qvnni_pack_input(PACK_INPUT_PARAMS) { pack_input(PACK_INPUT_ARGS); }
 #endif
+// -DPACK_INPUT_ONLY: the packing kernel alone (its options name only the input's type and grouping,
+// so one program packs for every conv).
+#ifndef PACK_INPUT_ONLY
 
 
 // A work-item computes OCV x VL output channels x OWB pixels of one output row. Wq
@@ -1235,6 +1239,7 @@ __kernel void qconv_vnni_pw(__global const uint* restrict Xp, PW_PARAMS) {
 }
 #endif
 #endif  // PXV
+#endif  // PACK_INPUT_ONLY
 #endif  // QVNNI
 
 // ---- depthwise convolution on x86 AVX-512 VNNI (-DQDWVNNI) -------------------------------------

@@ -836,10 +836,17 @@ void upload_vnni_weights(BuildContext& ctx, const QConvDesc& d, int64_t block, i
 // The input repacked into groups of `group` channels per uint with its padding made real, extents
 // Dp x Hp x Wp (kernels/quant.cl, pack_input): qconv_vnni's, qconv_madd's and qconv_vnni_rows's.
 // VNNI: one work-item per padded row.
-Operand pack_grouped_input(BuildContext& ctx, const QConvDesc& d, cl_mem xz, const std::string& opts, int64_t group,
-                           int64_t CG, int64_t Dp, int64_t Hp, int64_t Wp) {
+// The packing kernel's options: only what it reads (the input type, its grouping), so that one
+// program packs for every conv of a model and every variant (the conv's own options made one per
+// conv: 120 of the VNNI conv test's 280 kernel compilations).
+std::string pack_input_options(BuildContext& ctx, const QConvDesc& d, int64_t group) {
+  return std::string(" -DQVNNI -DPACK_INPUT_ONLY -DXT=") + cl_type(d.xt) + (d.xt == DType::Int8 ? " -DX_SIGNED" : "") +
+         (group == 2 ? std::string(" -DQPAIRS") + (ctx.caps().x86_avx2 ? " -DX86_MADD" : "") : "");
+}
+Operand pack_grouped_input(BuildContext& ctx, const QConvDesc& d, cl_mem xz, int64_t group, int64_t CG, int64_t Dp,
+                           int64_t Hp, int64_t Wp) {
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * CG * Dp * Hp * Wp});
-  ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", opts,
+  ctx.launch("quant", group == 4 ? "qvnni_pack_input" : "qmadd_pack_input", pack_input_options(ctx, d, group),
              {group == 4 ? size_t{1} : static_cast<size_t>((Wp + 15) / 16), static_cast<size_t>(Dp * Hp),
               static_cast<size_t>(d.s.N * d.s.G * CG)},
              {}, ctx.in_buf(slots_of(ctx).x), xz, xp.mem, i32(d.C_g), i32(d.in3[0]), i32(d.in3[1]), i32(d.in3[2]),
@@ -862,7 +869,7 @@ void run_grouped_conv(BuildContext& ctx, const QConvDesc& d, const VariantParams
   std::string opts = " -DQVNNI -DOWB=" + std::to_string(owb) + " -DOCV=" + std::to_string(ocv) + qconv_window(d) +
                      (d.xt == DType::Int8 ? " -DX_SIGNED" : "") + a.opts;
   if (group == 2) opts += std::string(" -DQPAIRS") + (ctx.caps().x86_avx2 ? " -DX86_MADD" : "");
-  Operand xp = pack_grouped_input(ctx, d, a.xz, opts, group, CG, Dp, Hp, Wp);
+  Operand xp = pack_grouped_input(ctx, d, a.xz, group, CG, Dp, Hp, Wp);
   ctx.launch("quant", group == 4 ? "qconv_vnni" : "qconv_madd", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(ow_blocks),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * d.out3[1])},
@@ -946,7 +953,7 @@ void qvnni_rows_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& 
                i32(d.out3[2]), i32(d.s.G), i32(blocks), i32(per));
     return;
   }
-  Operand xp = pack_grouped_input(ctx, d, a.xz, opts, 4, CG, Dp, Hp, Wp);
+  Operand xp = pack_grouped_input(ctx, d, a.xz, 4, CG, Dp, Hp, Wp);
   ctx.launch("quant", "qconv_vnni_rows", opts,
              {static_cast<size_t>(blocks), static_cast<size_t>(items),
               static_cast<size_t>(d.s.N * d.s.G * d.out3[0] * row_blocks)},
@@ -1022,7 +1029,7 @@ void qvnni_pw_run(BuildContext& ctx, const QConvDesc& d, const VariantParams& p)
   }
   Operand xp = ctx.workspace(DType::Int32, {d.s.N * d.s.G * C4 * Pp});
   // The pixels as one row of P columns, packed into Pp (the tail holds the zero point).
-  ctx.launch("quant", "qvnni_pack_input", opts,
+  ctx.launch("quant", "qvnni_pack_input", pack_input_options(ctx, d, 4),
              {static_cast<size_t>(Pp / 16), 1, static_cast<size_t>(d.s.N * d.s.G * C4)}, {}, ctx.in_buf(q.x), a.xz,
              xp.mem, i32(d.C_g), i32(1), i32(1), i32(P), i32(C4), i32(1), i32(1), i32(Pp), i32(0), i32(0), i32(0));
   ctx.launch("quant", "qconv_vnni_pw", opts, global, {1, 1, 1}, xp.mem, wq, wsum, a.bias, a.xs, a.xz, a.ws, a.ys,
