@@ -136,6 +136,17 @@ std::vector<std::string> run_forced(const Problem& p, const std::string& family,
   return used;
 }
 
+// The light sweep: the extremes of each parameter, each on one problem. fp16 mode (compile time:
+// the float16 forms made this suite 3x its fp32 time in CI) and $OCL_INFER_TEST_SWEEP=light (the
+// quick oclgrind check, tools/oclgrind_check.sh, where every run is simulated).
+bool light_sweep() {
+  static const bool light = [] {
+    const char* e = std::getenv("OCL_INFER_TEST_SWEEP");
+    return fp16_mode() || (e && std::string(e) == "light");
+  }();
+  return light;
+}
+
 // For every variant of `family` and every candidate value of each parameter: force it, run every
 // problem, check the numbers, and require that the forced variant ran on at least one problem.
 void sweep(const std::string& family, const std::vector<Problem>& problems) {
@@ -146,9 +157,9 @@ void sweep(const std::string& family, const std::vector<Problem>& problems) {
     std::vector<std::string> forces{family + "=" + v.variant};
     for (auto& [param, values] : v.params)
       for (size_t k = 0; k < values.size(); ++k) {
-        // fp16 mode: the extremes of each parameter (vector widths and blockings through the
-        // float16 load/store macros) keep the suite's compile time in bounds.
-        if (fp16_mode() && k != 0 && k + 1 != values.size()) continue;
+        // The light sweep: the extremes of each parameter (vector widths and blockings; in fp16
+        // mode through the float16 load/store macros).
+        if (light_sweep() && k != 0 && k + 1 != values.size()) continue;
         forces.push_back(family + "=" + v.variant + ":" + param + "=" + std::to_string(values[k]));
       }
     // The variant's defaults run on every problem; each other parameter value on two of the
@@ -164,9 +175,8 @@ void sweep(const std::string& family, const std::vector<Problem>& problems) {
         for (size_t i = 0; i < applies.size(); ++i) order.push_back(applies[(f - 1 + i) % applies.size()]);
       }
       int forced_runs = 0;
-      // (fp16 mode: one problem per parameter value, where it applies; the compiles of the float16
-      // forms made this suite 3x its fp32 time in CI.)
-      const size_t problems_per_value = fp16_mode() ? 1 : 2;
+      // (The light sweep: one problem per parameter value, where it applies.)
+      const size_t problems_per_value = light_sweep() ? 1 : 2;
       for (size_t i = 0; i < order.size(); ++i) {
         if (f > 0 && i >= problems_per_value && forced_runs > 0) break;
         int here = 0;

@@ -18,7 +18,8 @@
 # unwritten, so uninitialised reads are not checked.)
 #
 #   tools/oclgrind_check.sh [BUILD_DIR]        (default: build; installs oclgrind when missing)
-#   OCL_INFER_OCLGRIND_QUICK=1 tools/oclgrind_check.sh  (what ctest runs: fp32 variant sweep, quick suites)
+#   OCL_INFER_OCLGRIND_QUICK=1 tools/oclgrind_check.sh  (what ctest runs: fp32 variant sweep of each
+#                                                        parameter's extremes, quick suites)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -98,8 +99,11 @@ if [ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ]; then
   precisions=fp32
   all_suites="test_elementwise test_norm test_pool test_tensor_ops"
 fi
+# (The quick check sweeps each parameter's extremes on one problem each: OCL_INFER_TEST_SWEEP=light.)
+sweep=full
+[ "${OCL_INFER_OCLGRIND_QUICK:-0}" = 1 ] && sweep=light
 for p in $precisions; do
-  OCL_INFER_TEST_PRECISION=$p check "test_variants-$p" "$build/tests/test_variants"
+  OCL_INFER_TEST_SWEEP=$sweep OCL_INFER_TEST_PRECISION=$p check "test_variants-$p" "$build/tests/test_variants"
 done
 suites=${OCLGRIND_SUITES:-$all_suites}
 for s in $suites; do check "$s" "$build/tests/$s"; done
