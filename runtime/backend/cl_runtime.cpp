@@ -619,6 +619,9 @@ struct ProgramPool {
       entries.pop_front();
     }
   }
+  // A pool that release_shared_contexts() dropped lives on with the runtimes of its context, which
+  // may still add to it; its programs go with the last of them.
+  ~ProgramPool() { clear(); }
   void clear() {
     for (Entry& e : entries) clReleaseProgram(e.prog);
     entries.clear();
