@@ -367,15 +367,15 @@ TEST(Quant, DepthwiseLargeMatchesIntegerReference) {
 
 namespace {
 
-// Whether the runtime should offer the x86 VNNI conv here, judged independently of it: the first
-// device is PoCL's CPU driver, this host's CPU reports AVX512F, AVX512BW and AVX512_VNNI with the
+// Whether the runtime should offer the x86 VNNI conv here, judged independently of it: the device
+// the tests run on (test_device(): $OCL_INFER_DEVICE or the default) is PoCL's CPU driver, this host's CPU reports AVX512F, AVX512BW and AVX512_VNNI with the
 // OS saving zmm state, and OCL_INFER_VNNI is not 0.
 bool expect_vnni() {
 #if defined(__x86_64__)
   const char* env = std::getenv("OCL_INFER_VNNI");
   if (env && std::string(env) == "0") return false;
-  const auto devs = ocl_infer::list_devices();
-  if (devs.empty() || devs[0].type != "CPU" || devs[0].platform != "Portable Computing Language") return false;
+  const ocl_infer::DeviceInfo& dev = test_device();
+  if (dev.type != "CPU" || dev.platform != "Portable Computing Language") return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;
   unsigned lo = 0, hi = 0;
