@@ -500,6 +500,52 @@ TEST(Conv, PointwiseMatchesReference) {
       if (!fp16_sampled_out(k++)) check_conv(c, constant, rng);
 }
 
+// The packed and pointwise kernels prefetch later channels' input rows on PoCL's x86 CPU drivers
+// (DeviceCaps::cpu_prefetch; OCL_INFER_PREFETCH=0 turns it off). A prefetch moves no numbers: the
+// same bits with and without, and the reference's, on padded 3x3 convs (the padded copy's rows and
+// the checked loads at the borders), 1x1 convs over planes of more and fewer than 48 pixels, and
+// fewer input channels than the prefetch distance (the address clamped to the last channel).
+TEST(Conv, PrefetchGivesTheSameBits) {
+  std::mt19937 rng(19);
+  const std::vector<ConvCase> cases = {
+      {1, 19, 40, 1, {21, 30}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // packed, padded copy
+      {1, 3, 33, 1, {9, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 0, 1, 2}},   // 3 channels, stride 2
+      {2, 37, 24, 1, {48, 48}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise, 9 KB rows
+      {1, 2, 20, 1, {13, 13}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},   // 2 channels, 169 pixels
+      {1, 12, 16, 2, {7, 7}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},    // groups, 49 pixels
+  };
+  struct Env {
+    ~Env() { unsetenv("OCL_INFER_PREFETCH"); ocl_infer::release_shared_contexts(); }
+  } restore;
+  int k = 0;
+  for (const ConvCase& c : cases) {
+    if (fp16_sampled_out(k++)) continue;
+    ConstConv cc = const_conv(c, rng);
+    const Tensor ref = conv_reference(c, cc.x, cc.w, &cc.b);
+    std::map<std::string, Tensor> got;
+    for (const char* on : {"1", "0"}) {
+      setenv("OCL_INFER_PREFETCH", on, 1);
+      ocl_infer::release_shared_contexts();  // the device's capabilities are read with its context
+      ocl_infer::SessionOptions opt;
+      std::vector<std::string> log;
+      opt.log = [&log](const std::string& line) { log.push_back(line); };
+      auto s = open_session(cc.m, opt);
+      got[on] = s.run({{"x", cc.x}}).at("y");
+      EXPECT_LE(rel_error(got[on], ref), fp16_mode() ? 2e-3 : 1e-4)
+          << "prefetch=" << on << " in " << ocl_infer::shape_to_string(cc.x.shape) << "\n" << s.dump("plan");
+      bool said = false;
+      for (const std::string& l : log) said |= l.find("software prefetch") != std::string::npos;
+#if defined(__x86_64__)
+      const bool expected = on[0] == '1' && s.device().type == "CPU" && s.device().platform == "Portable Computing Language";
+#else
+      const bool expected = false;
+#endif
+      EXPECT_EQ(said, expected) << "prefetch=" << on;
+    }
+    EXPECT_EQ(got["0"].bytes, got["1"].bytes) << "in " << ocl_infer::shape_to_string(cc.x.shape);
+  }
+}
+
 // Conv -> Add(residual) -> activation fuses into one kernel (Node::epilogue); the numbers must
 // still match, for the packed and the depthwise kernel.
 TEST(Conv, FusedResidualAndActivationMatchReference) {

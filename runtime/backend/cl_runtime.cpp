@@ -284,6 +284,7 @@ std::string DeviceCaps::summary() const {
   if (integer_dot_product) s += ", int dot product";
   if (x86_vnni512) s += ", x86 AVX-512 VNNI";
   if (x86_avx2) s += ", x86 AVX2";
+  if (cpu_prefetch) s += ", software prefetch";
   if (host_l2_bytes) s += ", L2 " + std::to_string(host_l2_bytes >> 10) + " KiB per core";
   if (correct_div_sqrt) s += ", correctly rounded div/sqrt";
   s += ", OpenCL C " + std::to_string(opencl_c_major) + "." + std::to_string(opencl_c_minor);
@@ -385,6 +386,10 @@ DeviceCaps query_caps(cl_device_id d) {
     c.x86_avx2 = pocl && c.preferred_vector_width_float >= 8 && !(avx2_env && std::string(avx2_env) == "0") &&
                  host_has_avx2();
     if (pocl) c.host_l2_bytes = host_l2_cache_bytes();
+#if defined(__x86_64__)
+    const char* prefetch_env = std::getenv("OCL_INFER_PREFETCH");
+    c.cpu_prefetch = pocl && c.cpu_shaped() && !(prefetch_env && std::string(prefetch_env) == "0");
+#endif
   }
   // "OpenCL C 1.2 pocl" -> 1, 2
   const std::string ver = device_string(d, CL_DEVICE_OPENCL_C_VERSION);

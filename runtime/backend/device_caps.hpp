@@ -48,6 +48,10 @@ struct DeviceCaps {
   // The same for AVX2 (vpmaddwd on ymm registers: kernels/quant.cl, X86_MADD); OCL_INFER_AVX2=0
   // turns it off (the kernels then compute the same pairs in portable OpenCL C).
   bool x86_avx2 = false;
+  // Kernels may prefetch with clang's __builtin_prefetch (kernels/conv.cl, CPU_PREFETCH): PoCL's
+  // CPU drivers on an x86-64 host, where it becomes the host's prefetch instruction (PoCL's
+  // OpenCL prefetch() compiles to nothing). OCL_INFER_PREFETCH=0 turns it off.
+  bool cpu_prefetch = false;
   // The host CPU's level-2 cache per core in bytes, for PoCL's CPU devices (which run on this
   // host) where Linux names it in /sys/devices/system/cpu/cpu0/cache; 0 elsewhere or unknown.
   // OpenCL reports only the last level (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: the L3 on PoCL).
