@@ -588,6 +588,81 @@ TEST(ConcatInPlace, DenseBlockPrefixesAreViews) {
   }
 }
 
+// Shapes around DenseNet's prefix views that the block above does not make: a prefix read by two
+// fused consumers (one of them as a residual), views of a prefix (Slice, Split, Reshape), a prefix
+// that is a graph output or a nested Concat's input, activations straight over a prefix (with no
+// BatchNormalization between: an in-place Relu there would overwrite the features later layers
+// still concatenate), and the same growth along the rows (axis 2) and columns (axis 3) of
+// one-channel and one-row planes, where the parts are contiguous too. Every configuration against
+// the reference, every fetched intermediate value included.
+TEST(ConcatInPlace, PrefixViewsWithSeveralReadersAndViewsOfThem) {
+  enum Extra { kTwoReaders, kSliceOfPrefix, kSplitOfPrefix, kReshapeOfPrefix, kPrefixIsOutput, kReluOnPrefix,
+               kNestedLast, kRows, kColumns };
+  const std::pair<Extra, const char*> cases[] = {
+      {kTwoReaders, "a prefix read by two fused convs, one as its residual"},
+      {kSliceOfPrefix, "a channel Slice of a prefix"},
+      {kSplitOfPrefix, "a Split of a prefix"},
+      {kReshapeOfPrefix, "a Reshape of a prefix, then a Transpose"},
+      {kPrefixIsOutput, "a prefix that is a graph output"},
+      {kReluOnPrefix, "Relu and Sigmoid straight over prefixes"},
+      {kNestedLast, "the block's last Concat inside another Concat"},
+      {kRows, "growth along the rows of one-channel planes"},
+      {kColumns, "growth along the columns of one-row planes"},
+  };
+  for (const auto& [extra, what] : cases) {
+    GraphGen g(43 + static_cast<int>(extra));
+    const bool rows = extra == kRows, columns = extra == kColumns;
+    const int64_t axis = rows ? 2 : columns ? 3 : 1;
+    const std::string x = g.input(rows ? ref::Shape{1, 1, 4, 32} : columns ? ref::Shape{1, 1, 1, 64} : ref::Shape{1, 3, 16, 16});
+    // Each feature: one channel (rows, columns) or two, through a conv (3x3 on 2-D planes).
+    auto feature = [&](const std::string& in) {
+      if (rows || columns) return g.activation(g.conv(in, 1, 1, 0, 1, true), 0);
+      return g.conv(g.activation(g.batchnorm(in), 0), 2, 3, 1, 1, false);
+    };
+    std::vector<std::string> features{rows || columns ? g.activation(x, 2) : g.activation(g.conv(x, 4, 3, 1, 1, true), 0)};
+    std::vector<std::string> prefixes;
+    for (int k = 1; k <= 3; ++k) {
+      const std::string cat = g.concat(features, axis);
+      prefixes.push_back(cat);
+      features.push_back(feature(cat));
+    }
+    const std::string last = g.concat(features, axis);
+    const std::string& p = prefixes[2];  // [f0, f1, f2] (prefixes[0] is a Concat of f0 alone)
+    switch (extra) {
+      case kTwoReaders: {
+        // A second conv over the prefix, its output + a conv of the prefix as the residual.
+        const std::string a = g.conv(p, 2, 1, 0, 1, true);
+        g.output(g.activation(g.add_values(g.conv(p, 2, 3, 1, 1, true), a), 0));
+        break;
+      }
+      case kSliceOfPrefix: g.output(g.conv(g.activation(g.slice(p, 1, 2, 6), 0), 3, 1, 0, 1, true)); break;
+      case kSplitOfPrefix: {
+        auto parts = g.split(p, 1, {4, 2, 2});
+        g.output(g.add_values(g.conv(parts[2], 2, 1, 0, 1, true), parts[1]));
+        g.output(g.activation(parts[0], 1));
+        break;
+      }
+      case kReshapeOfPrefix: g.output(g.transpose(g.reshape(p, {1, 8, 256}), {0, 2, 1})); break;
+      case kPrefixIsOutput: g.output(p); g.output(prefixes[0]); g.output(prefixes[1]); break;
+      case kReluOnPrefix: g.output(g.activation(p, 0)); g.output(g.activation(prefixes[1], 1)); break;
+      case kNestedLast: {
+        const std::string z = g.activation(g.conv(x, 3, 1, 0, 1, false), 0);
+        g.output(g.conv(g.concat({last, z}, 1), 2, 1, 0, 1, true));
+        break;
+      }
+      default: break;
+    }
+    g.output(rows || columns ? g.activation(last, 1) : g.conv(g.activation(g.batchnorm(last), 0), 3, 1, 0, 1, true));
+    check_graph(g, what);
+    // The shapes are the in-place ones: some Concat inputs are written in place.
+    std::string bytes = g.m.bytes();
+    auto session = ocl_infer::Session::from_memory(bytes.data(), bytes.size());
+    session.run(g.feeds);
+    const int in_place = plan_count(session.dump("plan.json"), "concat_inputs_in_place");
+    EXPECT_GT(in_place, 0) << what << "\n" << session.dump("plan.json");
+  }
+}
+
 // A contiguous Slice becomes a view at an offset; a Squeeze or Reshape of it is a view of a view
 // (the Q/K/V split of an attention block: Slice -> Squeeze -> Transpose).
 TEST(Views, SliceViewThenSqueezeReshapeTranspose) {
