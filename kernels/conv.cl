@@ -246,27 +246,38 @@ __kernel void conv_f32_packed(__global const XT* restrict X, __global const PT* 
 #ifdef IN_SCALE
   in_scale += (long)n * scale_n + (long)g * C_g;
 #endif
-  for (int c = 0; c < C_g; ++c) {
+  // The taps whose rows lie inside the input, found once: the others read only padding (zeros).
+  // The loops below then step pointers with no bounds test per row: on AVX-512 CPUs the 512-bit
+  // FMAs take ports 0, 1 and 5, which scalar address and loop arithmetic also need (a row's 48
+  // FMAs came with ~20 scalar operations before). The taps are summed in the same order as
+  // before: the same bits.
+  int kd_lo = 0, kd_hi = KD, kh_lo = 0, kh_hi = KH;
+  while (kd_lo < KD && id0 + kd_lo * DD < 0) ++kd_lo;
+  while (kd_hi > kd_lo && id0 + (kd_hi - 1) * DD >= D) --kd_hi;
+  while (kh_lo < KH && ih0 + kh_lo * DH < 0) ++kh_lo;
+  while (kh_hi > kh_lo && ih0 + (kh_hi - 1) * DH >= H) --kh_hi;
+  const long row_step = (long)DH * W, depth_step = (long)DD * H * W;
+  const __global XT* xc = X + (long)(id0 + kd_lo * DD) * H * W + (long)(ih0 + kh_lo * DH) * W;
+  const __global PT* wc = Wp + (kd_lo * KH + kh_lo) * (KW * OCT);
+  for (int c = 0; c < C_g; ++c, xc += plane, wc += KD * KH * KW * OCT) {
 #ifdef IN_SCALE
     const float sc = LD(SS, in_scale, c);
 #else
     const float sc = 1.0f;
 #endif
-    for (int kd = 0; kd < KD; ++kd) {
-      const int id = id0 + kd * DD;
-      if (id < 0 || id >= D) continue;
-      for (int kh = 0; kh < KH; ++kh) {
-        const int ih = ih0 + kh * DH;
-        if (ih < 0 || ih >= H) continue;
-        const __global XT* xr = X + ((long)c * D + id) * H * W + (long)ih * W;
-        const __global PT* wr = Wp + ((c * KD + kd) * KH + kh) * (KW * OCT);
+#ifdef CPU_PREFETCH
+    const long ahead = (long)(min(c + CPU_PREFETCH, C_g - 1) - c) * plane;
+#endif
+    const __global XT* xd = xc;
+    const __global PT* wd = wc;
+    for (int kd = kd_lo; kd < kd_hi; ++kd, xd += depth_step, wd += KH * KW * OCT) {
+      const __global XT* xr = xd;
+      const __global PT* wr = wd;
+      for (int kh = kh_lo; kh < kh_hi; ++kh, xr += row_step, wr += KW * OCT) {
 #ifdef CPU_PREFETCH
         // The same row of a later channel: the segment's first and last columns (two lines at most).
-        {
-          const __global XT* pr = xr + (long)(min(c + CPU_PREFETCH, C_g - 1) - c) * plane;
-          PREFETCH(pr + clamp(iw0, 0, W - 1));
-          PREFETCH(pr + clamp(iw0 + SPAN - 1, 0, W - 1));
-        }
+        PREFETCH(xr + ahead + clamp(iw0, 0, W - 1));
+        PREFETCH(xr + ahead + clamp(iw0 + SPAN - 1, 0, W - 1));
 #endif
         conv_row(acc, xr, wr, iw0, W, interior, sc);
       }
