@@ -133,6 +133,14 @@ def run_cli(binary: str, args: list, timeout: float, env: dict = None, parse: bo
         raise CliError(f"no JSON on stdout: {text.strip()[:200]!r}")
 
 
+def user_env() -> dict:
+    """This process's environment less OCL_INFER_COMPILE_HELPERS: the cold-start and warm-process
+    columns measure what a user gets by default, whatever the shell exported for the steady state."""
+    env = dict(os.environ)
+    env.pop("OCL_INFER_COMPILE_HELPERS", None)
+    return env
+
+
 def time_cli_process(binary: str, args: list, timeout: float, env: dict = None) -> float:
     """Wall-clock ms of one whole ocl-infer process (start to exit), which must succeed."""
     start = time.perf_counter()
@@ -384,8 +392,7 @@ def measure(args, models: list, tmp_dir: str) -> list:
                 # without helpers, the first process's helper compiles the plan's kernels into the
                 # ledger, the second's stores the bundle's binary, the third loads it.
                 def ocl_process():
-                    env = dict(os.environ)
-                    env.pop("OCL_INFER_COMPILE_HELPERS", None)
+                    env = user_env()
                     for _ in range(2):
                         time_cli_process(args.ocl_infer, plain + ["--output-dir", out_dir], args.timeout, env)
                         wait_for_helpers(timeout=120)
@@ -525,12 +532,11 @@ def cold_start(args, cli_args: list, tmp_dir: str, driver_cache: bool = False) -
     cache of built programs is emptied (PoCL) or disabled (NVIDIA) too: otherwise "cold" measures
     loading from it, and how much it holds depends on which builds ran before."""
     cache = tempfile.mkdtemp(prefix="cold-cache-", dir=tmp_dir)
-    env = dict(os.environ)
     # A user's first run gets the compile helpers (and with them the first-run kernels' tier-up)
     # whatever this shell set for the timed rounds: OCL_INFER_COMPILE_HELPERS=0 exported for the
     # steady state made this column the cold start without them (3.1-6.7 s against 1.4-2.2 s
     # for the same models as plain CLI processes on a 2-core AMD EPYC Zen 4).
-    env.pop("OCL_INFER_COMPILE_HELPERS", None)
+    env = user_env()
     if not driver_cache:
         env["POCL_CACHE_DIR"] = os.path.join(cache, "pocl")
         env["CUDA_CACHE_DISABLE"] = "1"
